@@ -1,0 +1,3 @@
+from hyperfolio.cli import main
+
+main()

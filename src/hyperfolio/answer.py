@@ -1,0 +1,248 @@
+"""Answering from an evidence package.
+
+The offline answerer is extractive: it breaks the evidence into candidate passages
+(sentences of text chunks, rows of tables, captions and OCR of images), scores each
+against the question by IDF-weighted term overlap, embedding similarity and the
+retrieval rank of its chunk, and returns the best passages with their citations. A
+language-model answerer plugs in behind the same `Answerer` protocol.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
+from hyperfolio.models.protocols import Embedder
+
+INSUFFICIENT = "The indexed documents do not contain enough evidence to answer this question."
+
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "so",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "we",
+        "our",
+        "can",
+        "could",
+        "should",
+        "may",
+        "might",
+        "much",
+        "many",
+        "about",
+        "according",
+        "report",
+        "document",
+        "page",
+        "show",
+        "shows",
+        "shown",
+        "give",
+        "given",
+        "tell",
+        "please",
+        "list",
+    ]
+)
+_TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*%?")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
+_QUANTITY = re.compile(
+    r"\b(how (many|much|long|old|large|big|far)|what (percentage|percent|share|number|amount|year)|when|which year)\b",
+    re.I,
+)  # noqa: E501
+_HAS_NUMBER = re.compile(r"\d")
+
+
+class Answerer(Protocol):
+    name: str
+
+    def answer(self, question: str, evidence: EvidencePackage) -> Answer: ...
+
+
+@dataclass
+class Passage:
+    text: str
+    item: EvidenceItem
+    kind: str  # "sentence", "row", "caption"
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content terms with a light plural fold, for overlap scoring."""
+    out = []
+    for tok in _TOKEN.findall(text.lower()):
+        if tok in _STOP:
+            continue
+        if len(tok) > 4 and tok.endswith("s") and not tok.endswith("ss"):
+            tok = tok[:-1]
+        out.append(tok)
+    return out
+
+
+def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
+    """Split one evidence chunk into answer-sized candidates by modality."""
+    chunk = item.chunk
+    found: list[Passage] = []
+    if chunk.modality == "table" and chunk.table:
+        header = chunk.table[: max(chunk.table_header_rows, 1)]
+        names = [c.strip() for c in header[-1]] if header else []
+        if chunk.caption:
+            found.append(Passage(chunk.caption, item, "caption"))
+        for row in chunk.table[max(chunk.table_header_rows, 1) :]:
+            cells = [c.strip() for c in row]
+            if not any(cells):
+                continue
+            if names and len(names) == len(cells):
+                text = "; ".join(f"{n}: {v}" if n else v for n, v in zip(names, cells, strict=True) if v)
+            else:
+                text = " | ".join(c for c in cells if c)
+            found.append(Passage(text[:max_chars], item, "row"))
+        return found
+    if chunk.modality == "image":
+        text = " ".join(t for t in (chunk.caption, chunk.ocr_text) if t) or chunk.text
+        return [Passage(text[:max_chars], item, "caption")]
+    for sentence in _SENTENCE_END.split(chunk.text):
+        sentence = " ".join(sentence.split())
+        if len(sentence) < 3:
+            continue
+        while len(sentence) > max_chars:
+            cut = sentence.rfind(" ", 0, max_chars)
+            cut = cut if cut > 0 else max_chars
+            found.append(Passage(sentence[:cut], item, "sentence"))
+            sentence = sentence[cut:].strip()
+        if sentence:
+            found.append(Passage(sentence, item, "sentence"))
+    return found
+
+
+class ExtractiveAnswerer:
+    """Offline answerer: picks the best passages of the evidence and cites them."""
+
+    name = "extractive"
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        max_passages: int = 2,
+        min_score: float = 0.25,
+        max_candidates: int = 200,
+    ) -> None:
+        self.embedder = embedder
+        self.max_passages = max_passages
+        self.min_score = min_score
+        self.max_candidates = max_candidates
+
+    def score(self, question: str, candidates: Sequence[Passage]) -> np.ndarray:
+        q_terms = set(terms(question))
+        docs = [set(terms(p.text)) for p in candidates]
+        n = len(candidates)
+        df = Counter(t for d in docs for t in d)
+        idf = {t: math.log(1 + (n + 1) / (df.get(t, 0) + 0.5)) for t in q_terms}
+        total = sum(idf.values()) or 1.0
+        lexical = np.array([sum(idf[t] for t in q_terms & d) / total for d in docs], dtype=np.float32)
+        if self.embedder is not None:
+            vectors = self.embedder.embed([question] + [p.text for p in candidates])
+            semantic = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)
+        else:
+            semantic = lexical
+        prior = np.array([1.0 / math.sqrt(p.item.rank) for p in candidates], dtype=np.float32)
+        scores = 0.45 * lexical + 0.45 * semantic + 0.10 * prior
+        if _QUANTITY.search(question):
+            scores += 0.05 * np.array([bool(_HAS_NUMBER.search(p.text)) for p in candidates], dtype=np.float32)
+        # Very short fragments rarely answer anything on their own.
+        lengths = np.array([len(p.text.split()) for p in candidates], dtype=np.float32)
+        scores *= np.where(lengths < 4, 0.7, 1.0)
+        return scores
+
+    def answer(self, question: str, evidence: EvidencePackage) -> Answer:
+        candidates = [p for item in evidence.items for p in passages(item)][: self.max_candidates]
+        if not candidates:
+            return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+        scores = self.score(question, candidates)
+        order = np.argsort(-scores)
+        best = float(scores[order[0]])
+        if best < self.min_score:
+            return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+        chosen: list[Passage] = []
+        for index in order:
+            if len(chosen) >= self.max_passages or float(scores[index]) < 0.8 * best:
+                break
+            passage = candidates[int(index)]
+            if any(passage.text == c.text for c in chosen):
+                continue
+            chosen.append(passage)
+        citations: list[Citation] = []
+        for passage in chosen:
+            if passage.item.citation not in citations:
+                citations.append(passage.item.citation)
+        parts = []
+        for passage in chosen:
+            marker = citations.index(passage.item.citation) + 1
+            parts.append(f"{passage.text} [{marker}]")
+        return Answer(
+            question=question,
+            text=" ".join(parts),
+            citations=citations,
+            evidence=evidence,
+            sufficient=True,
+            answerer=self.name,
+            support=[p.text for p in chosen],
+        )

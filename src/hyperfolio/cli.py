@@ -1,0 +1,259 @@
+"""Command-line face of hyperfolio (Typer + Rich). Talks only to `Collection`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from hyperfolio.collection import AddProgress, AddResult, Collection
+from hyperfolio.config import DEFAULT_COLLECTION
+from hyperfolio.errors import HyperfolioError
+from hyperfolio.model import Answer, EvidencePackage
+from hyperfolio.render import answer_dict, evidence_dict
+
+app = typer.Typer(
+    help="Ask questions of complex documents, offline, with cited answers.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+errors = Console(stderr=True)
+
+CollectionOpt = Annotated[
+    Path,
+    typer.Option("--collection", "-c", envvar="HYPERFOLIO_COLLECTION", help="Collection directory.", show_default=True),
+]
+ModeOpt = Annotated[str | None, typer.Option("--mode", "-m", help="Retrieval mode: bm25, dense, hybrid.")]
+DocOpt = Annotated[str | None, typer.Option("--doc", "-d", help="Scope to one document (id, file name or title).")]
+KOpt = Annotated[int | None, typer.Option("--k", "-k", help="How many evidence chunks to retrieve.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _open(collection: Path) -> Collection:
+    return Collection(collection)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    errors.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code)
+
+
+class _BarProgress(AddProgress):
+    def __init__(self, progress: Progress, task: Any) -> None:
+        self.progress = progress
+        self.task = task
+        self.pages = 0
+        self.started = time.perf_counter()
+
+    def file_started(self, path: str) -> None:
+        self.progress.update(self.task, current=Path(path).name)
+
+    def file_finished(self, result: AddResult) -> None:
+        if result.status in {"added", "resumed", "replaced"}:
+            self.pages += result.pages
+        rate = self.pages / max(time.perf_counter() - self.started, 1e-6)
+        self.progress.update(self.task, advance=1, rate=f"{rate:.1f} pages/s")
+        if result.status == "failed":
+            self.progress.console.print(f"[red]failed[/red] {result.path}: {result.reason}")
+        else:
+            self.progress.console.print(
+                f"[green]{result.status}[/green] {Path(result.path).name} "
+                f"({result.pages} pages, {result.chunks} chunks, {result.seconds:.1f}s)"
+                + (f" - {result.reason}" if result.reason else "")
+            )
+
+
+@app.command()
+def add(
+    paths: Annotated[list[str], typer.Argument(help="Files, folders or glob patterns.")],
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+) -> None:
+    """Index documents (PDF, Markdown, HTML, text). Exit code 1 if any file failed."""
+    col = _open(collection)
+    with Progress(
+        TextColumn("[bold]adding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=console,
+        transient=False,
+    ) as progress:
+        from hyperfolio.collection import expand_paths
+
+        files, _ = expand_paths(paths)
+        task = progress.add_task("add", total=len(files), rate="", current="")
+        report = col.add(paths, progress=_BarProgress(progress, task))
+    done = [r for r in report.results if r.ok]
+    console.print(
+        f"{len(done)} ok, {len(report.failed)} failed, {report.pages} pages indexed in {report.seconds:.1f}s "
+        f"({report.pages / max(report.seconds, 1e-6):.2f} pages/s) into {col.path}"
+    )
+    for result in report.failed:
+        if not any(result.path == f for f in map(str, files)):
+            errors.print(f"[red]failed[/red] {result.path}: {result.reason}")
+    col.close()
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def _print_evidence(evidence: EvidencePackage) -> None:
+    table = Table(title=f"evidence ({evidence.strategy})", show_lines=False)
+    for name in ("#", "score", "modality", "citation", "text"):
+        table.add_column(name, overflow="fold")
+    for item in evidence.items:
+        text = " ".join(item.chunk.text.split())
+        table.add_row(
+            str(item.rank),
+            f"{item.score:.3f}",
+            item.chunk.modality,
+            item.citation.label(),
+            text[:160] + ("…" if len(text) > 160 else ""),
+        )
+    console.print(table)
+
+
+def _print_answer(answer: Answer) -> None:
+    style = "bold green" if answer.sufficient else "bold yellow"
+    console.print(f"[{style}]Answer:[/{style}] {answer.text}")
+    for number, citation in enumerate(answer.citations, start=1):
+        section = " > ".join(citation.section_path)
+        console.print(f"  [{number}] {citation.label()}" + (f" — {section}" if section else ""))
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+    mode: ModeOpt = None,
+    doc: DocOpt = None,
+    k: KOpt = None,
+    as_json: JsonOpt = False,
+    show_evidence: Annotated[bool, typer.Option("--evidence", help="Also print the evidence table.")] = False,
+) -> None:
+    """Answer a question with citations (document, page, region)."""
+    col = _open(collection)
+    try:
+        answer = col.ask(question, mode=mode, k=k, doc=doc)
+    except (HyperfolioError, ValueError) as exc:
+        _fail(str(exc))
+    if as_json:
+        print(json.dumps(answer_dict(answer), indent=2, ensure_ascii=False))
+        return
+    if show_evidence:
+        _print_evidence(answer.evidence)
+    _print_answer(answer)
+
+
+@app.command()
+def retrieve(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+    mode: ModeOpt = None,
+    doc: DocOpt = None,
+    k: KOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the ranked evidence for a question, without answering."""
+    col = _open(collection)
+    try:
+        evidence = col.retrieve(question, mode=mode, k=k, doc=doc)
+    except (HyperfolioError, ValueError) as exc:
+        _fail(str(exc))
+    if as_json:
+        print(json.dumps(evidence_dict(evidence), indent=2, ensure_ascii=False))
+    else:
+        _print_evidence(evidence)
+
+
+@app.command()
+def stats(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
+    """Counts of documents, pages, chunks and index sizes."""
+    col = _open(collection)
+    data = col.stats()
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return
+    table = Table(title=f"collection {col.path}")
+    table.add_column("what")
+    table.add_column("value")
+    for key, value in data.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
+    console.print(table)
+
+
+@app.command(name="list")
+def list_documents(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
+    """List the indexed documents."""
+    col = _open(collection)
+    docs = col.documents()
+    if as_json:
+        from dataclasses import asdict
+
+        print(json.dumps([asdict(d) for d in docs], indent=2))
+        return
+    table = Table(title=f"{len(docs)} documents")
+    for name in ("id", "title", "kind", "pages", "chunks", "status", "source"):
+        table.add_column(name, overflow="fold")
+    for d in docs:
+        table.add_row(d.doc_id, d.title, d.kind, str(d.num_pages), str(d.num_chunks), d.status, d.source)
+    console.print(table)
+
+
+@app.command()
+def remove(
+    refs: Annotated[list[str], typer.Argument(help="Document ids, file names or titles.")],
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+) -> None:
+    """Remove documents and everything only they supported."""
+    col = _open(collection)
+    failed = False
+    for ref in refs:
+        try:
+            info = col.remove(ref)
+            console.print(f"removed {info.doc_id} ({info.title})")
+        except HyperfolioError as exc:
+            errors.print(f"[red]error:[/red] {exc}")
+            failed = True
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    collection: Annotated[
+        Path, typer.Option("--collection", "-c", help="Where to build the demo collection.")
+    ] = DEFAULT_COLLECTION.parent / "demo",
+    question: Annotated[str | None, typer.Option("--question", "-q", help="Ask this instead.")] = None,
+) -> None:
+    """Generate a sample report, index it and answer a question about it, offline."""
+    from hyperfolio.sample import SAMPLE_QUESTION, write_sample_report
+
+    collection.mkdir(parents=True, exist_ok=True)
+    pdf = write_sample_report(collection / "sample-report.pdf")
+    console.print(f"sample document: {pdf}")
+    col = _open(collection)
+    report = col.add([pdf])
+    for result in report.results:
+        console.print(f"{result.status}: {Path(result.path).name} ({result.pages} pages, {result.chunks} chunks)")
+        if not result.ok:
+            _fail(f"{result.path}: {result.reason}")
+    q = question or SAMPLE_QUESTION
+    console.print(f"[bold]Question:[/bold] {q}")
+    _print_answer(col.ask(q))
+
+
+def main() -> None:  # pragma: no cover - entry point for `python -m hyperfolio`
+    logging.basicConfig(level=os.environ.get("HYPERFOLIO_LOG", "WARNING"), stream=sys.stderr)
+    app()

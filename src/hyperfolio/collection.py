@@ -1,0 +1,319 @@
+"""The public API: a collection of documents in a directory, and questions asked of it.
+
+Only this module knows all the parts: it wires settings, the store, the embedder,
+the parsers, retrieval strategies and the answerer.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hyperfolio.answer import Answerer, ExtractiveAnswerer
+from hyperfolio.config import Settings
+from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
+from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
+from hyperfolio.models.embed_local import make_embedder
+from hyperfolio.models.protocols import Embedder
+from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
+from hyperfolio.retrieve import Query, RetrievalContext, make_strategy
+from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_PARSED, STAGE_READY
+from hyperfolio.store.sqlite import SQLiteStore
+
+log = logging.getLogger(__name__)
+
+EMBED_BATCH_CHUNKS = 256  # chunks embedded and committed per transaction
+
+
+@dataclass
+class AddResult:
+    path: str
+    status: str  # "added", "resumed", "replaced", "skipped", "failed"
+    doc_id: str = ""
+    title: str = ""
+    pages: int = 0
+    chunks: int = 0
+    seconds: float = 0.0
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+
+@dataclass
+class AddReport:
+    results: list[AddResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[AddResult]:
+        return [r for r in self.results if not r.ok]
+
+    @property
+    def pages(self) -> int:
+        return sum(r.pages for r in self.results if r.status in {"added", "resumed", "replaced"})
+
+
+class AddProgress:
+    """Callbacks for long ingestion; the CLI draws a progress bar from them."""
+
+    def file_started(self, path: str) -> None: ...
+
+    def file_finished(self, result: AddResult) -> None: ...
+
+    def chunks_embedded(self, count: int) -> None: ...
+
+
+def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResult]]:
+    """Files, folders (recursively, supported types only) and glob patterns -> files."""
+    files: list[Path] = []
+    problems: list[AddResult] = []
+    for raw in paths:
+        text = str(raw)
+        path = Path(text).expanduser()
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES)
+            if not found:
+                problems.append(AddResult(text, "failed", reason="folder holds no supported files"))
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        elif any(ch in text for ch in "*?["):
+            matched = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
+            if not matched:
+                problems.append(AddResult(text, "failed", reason="pattern matches no files"))
+            files.extend(matched)
+        else:
+            problems.append(AddResult(text, "failed", reason="no such file or folder"))
+    unique = list(dict.fromkeys(p.resolve() for p in files))
+    return unique, problems
+
+
+class Collection:
+    """A directory holding one searchable collection of documents.
+
+    >>> col = Collection("my-collection")
+    >>> col.add(["report.pdf"])
+    >>> col.ask("What was the revenue in 2023?").text
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        answerer: Answerer | None = None,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.settings = settings or Settings.load(self.path / "settings.toml")
+        self.store = SQLiteStore(self.path)
+        self._embedder = embedder
+        self._answerer = answerer
+
+    # ------------------------------------------------------------------ models
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            stored = self.store.get_meta("embedder")
+            name = stored or self.settings.embedder
+            if stored and stored != self.settings.embedder:
+                log.warning("collection %s was embedded with %r; using it instead of %r", self.path, stored, name)
+            self._embedder = make_embedder(name, self.settings.embed_batch)
+        return self._embedder
+
+    @property
+    def answerer(self) -> Answerer:
+        if self._answerer is None:
+            self._answerer = ExtractiveAnswerer(
+                self.embedder,
+                max_passages=self.settings.answer_sentences,
+                min_score=self.settings.min_answer_score,
+            )
+        return self._answerer
+
+    # ------------------------------------------------------------------ documents
+    def documents(self) -> list[DocumentInfo]:
+        return self.store.list_documents()
+
+    def resolve(self, ref: str) -> DocumentInfo:
+        """Find a document by id, id prefix, file name, title or source path."""
+        docs = self.documents()
+        exact = [d for d in docs if ref in (d.doc_id, d.source, d.title, Path(d.source).name)]
+        if not exact:
+            exact = [d for d in docs if d.doc_id.startswith(ref)]
+        if len(exact) == 1:
+            return exact[0]
+        if len(exact) > 1:
+            raise HyperfolioError(f"{ref!r} matches {len(exact)} documents; use a document id")
+        raise DocumentNotFound(ref)
+
+    def add(self, paths: Iterable[str | Path] | str | Path, progress: AddProgress | None = None) -> AddReport:
+        """Index files, folders or glob patterns; a failing file is reported and the rest go on."""
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        started = time.perf_counter()
+        progress = progress or AddProgress()
+        files, problems = expand_paths(paths)
+        report = AddReport(results=list(problems))
+        for path in files:
+            progress.file_started(str(path))
+            result = self._add_one(path, progress)
+            report.results.append(result)
+            progress.file_finished(result)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _add_one(self, path: Path, progress: AddProgress) -> AddResult:
+        started = time.perf_counter()
+        result = AddResult(str(path), "added")
+        try:
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                raise UnsupportedFileError(
+                    str(path),
+                    f"unsupported file type {path.suffix or '(none)'!r}; "
+                    f"supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}",
+                )
+            content_hash = _file_hash(path)
+            existing = self.store.document_by_hash(content_hash)
+            if existing is not None and existing.status == STAGE_READY:
+                result.status, result.reason = "skipped", "already indexed (same content)"
+                result.doc_id, result.title = existing.doc_id, existing.title
+                result.pages, result.chunks = existing.num_pages, existing.num_chunks
+                self._drop_older_versions(path, existing.doc_id)
+                return result
+            if existing is None:
+                doc = parse_file(path, self.settings.parse)
+                self._write(doc)
+                info = self.store.get_document(doc.doc_id)
+            else:
+                result.status = "resumed"
+                info = existing
+            assert info is not None
+            self._index(info, progress)
+            result.doc_id, result.title = info.doc_id, info.title
+            result.pages, result.chunks = info.num_pages, info.num_chunks
+            if self._drop_older_versions(path, info.doc_id) and result.status == "added":
+                result.status = "replaced"
+        except ParseError as exc:
+            result.status, result.reason = "failed", exc.reason
+        except HyperfolioError as exc:
+            result.status, result.reason = "failed", str(exc)
+        except Exception as exc:  # a bug or an unexpected library error: report it, go on with the rest
+            log.exception("unexpected error while adding %s", path)
+            result.status, result.reason = "failed", f"unexpected error: {type(exc).__name__}: {exc}"
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _write(self, doc: Document) -> None:
+        """Assign ids, put image bytes on disk, then persist the parsed document in one transaction."""
+        image_dir = self.path / "images" / doc.doc_id
+        for chunk in doc.chunks:
+            chunk.doc_id = doc.doc_id
+            chunk.chunk_id = f"{doc.doc_id}:{chunk.page}:{chunk.order}"
+            if chunk.image is not None:
+                image_dir.mkdir(parents=True, exist_ok=True)
+                target = image_dir / f"p{chunk.page}-{chunk.order}.{chunk.image_ext}"
+                target.write_bytes(chunk.image)
+                chunk.image_path = str(target.relative_to(self.path))
+                chunk.image = None
+        self.store.write_document(doc)
+
+    def _index(self, info: DocumentInfo, progress: AddProgress) -> None:
+        """Embed the chunks that have no vector yet, batch by batch; resumable at any point."""
+        if self.store.get_meta("embedder") is None:
+            self.store.set_meta("embedder", self.embedder.name)
+        if info.status in ("", STAGE_PARSED):
+            missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
+            for start in range(0, len(missing), EMBED_BATCH_CHUNKS):
+                batch = missing[start : start + EMBED_BATCH_CHUNKS]
+                vectors = self.embedder.embed([embedding_text(c.section_path, c.text) for c in batch])
+                self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for c in batch], vectors)
+                progress.chunks_embedded(len(batch))
+            self.store.set_stage(info.doc_id, STAGE_EMBEDDED)
+        self.store.set_stage(info.doc_id, STAGE_READY)
+
+    def _drop_older_versions(self, path: Path, keep: str) -> bool:
+        """A changed file replaces its old version, once the new one is fully indexed."""
+        dropped = False
+        for old in self.store.documents_by_source(str(path)):
+            if old.doc_id != keep:
+                self.remove(old.doc_id)
+                dropped = True
+        return dropped
+
+    def remove(self, ref: str) -> DocumentInfo:
+        """Delete a document (by id, name or path) and everything only it supported."""
+        info = self.resolve(ref)
+        self.store.remove_document(info.doc_id)
+        image_dir = self.path / "images" / info.doc_id
+        if image_dir.exists():
+            for file in image_dir.iterdir():
+                file.unlink()
+            image_dir.rmdir()
+        return info
+
+    # ------------------------------------------------------------------ questions
+    def _context(self) -> RetrievalContext:
+        titles = {d.doc_id: d.title for d in self.documents()}
+        return RetrievalContext(store=self.store, embedder=self.embedder, titles=titles, rrf_k=self.settings.rrf_k)
+
+    def _scope(self, doc: str | Sequence[str] | None) -> list[str] | None:
+        if doc is None:
+            return None
+        refs = [doc] if isinstance(doc, str) else list(doc)
+        return [self.resolve(r).doc_id for r in refs]
+
+    def retrieve(
+        self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
+    ) -> EvidencePackage:
+        """Ranked, cited evidence for a question, over the collection or scoped to documents."""
+        if not question.strip():
+            raise HyperfolioError("the question is empty")
+        strategy = make_strategy(mode or self.settings.default_mode)
+        query = Query(text=question, k=k or self.settings.top_k, doc_ids=self._scope(doc))
+        started = time.perf_counter()
+        evidence = strategy.retrieve(query, self._context())
+        evidence.meta["seconds"] = time.perf_counter() - started
+        return evidence
+
+    def ask(
+        self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
+    ) -> Answer:
+        """Answer a question with citations to document, page and region."""
+        evidence = self.retrieve(question, mode=mode, k=k, doc=doc)
+        return self.answerer.answer(question, evidence)
+
+    def stats(self) -> dict[str, Any]:
+        out = self.store.stats()
+        out["embedder"] = self.store.get_meta("embedder") or self.settings.embedder
+        return out
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Collection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def embedding_text(section_path: Sequence[str], text: str) -> str:
+    """The text a chunk is embedded as: its nearest headings give it context."""
+    heading = " > ".join(section_path[-2:])
+    return f"{heading}\n{text}" if heading else text
+
+
+def _file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,30 @@
+"""Exceptions that name what failed and why, so a user can act on them."""
+
+from __future__ import annotations
+
+
+class HyperfolioError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ParseError(HyperfolioError):
+    """A file could not be turned into a document."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+class UnsupportedFileError(ParseError):
+    """The file's type is not one hyperfolio reads."""
+
+
+class StoreError(HyperfolioError):
+    """The collection's storage refused an operation."""
+
+
+class DocumentNotFound(HyperfolioError):
+    def __init__(self, ref: str) -> None:
+        super().__init__(f"no document matches {ref!r} in this collection")
+        self.ref = ref

@@ -1,0 +1,173 @@
+"""Core data shapes shared by every stage.
+
+This module imports nothing from the project, so every stage can depend on it.
+Parsers produce `Document`s; the store persists them; retrieval returns an
+`EvidencePackage`; the answerer returns an `Answer` whose citations point back
+to document, page and region.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Modality = Literal["text", "table", "image", "formula"]
+MODALITIES: tuple[Modality, ...] = ("text", "table", "image", "formula")
+
+BBox = tuple[float, float, float, float]
+"""Region on a page in PDF points: (x0, y0, x1, y1), origin top-left."""
+
+
+@dataclass
+class Chunk:
+    """One retrievable piece of a page, of a single modality.
+
+    `text` is what gets indexed and shown: prose for text chunks, a row-per-line
+    rendering for tables, caption plus OCR for images. The richer payload
+    (table cells, image bytes) sits beside it.
+    """
+
+    page: int  # 1-based page number
+    order: int  # reading order within the page, 0-based
+    modality: Modality
+    text: str
+    bbox: BBox | None = None
+    section_path: list[str] = field(default_factory=list)
+    table: list[list[str]] | None = None  # cells, rows x columns
+    table_header_rows: int = 0
+    caption: str | None = None
+    ocr_text: str | None = None
+    image: bytes | None = None  # transient: parsers fill it, the collection writes it to disk
+    image_ext: str = "png"
+    image_path: str | None = None  # set once the bytes live on disk
+    placeholder: bool = False  # synthetic text for a page with too little text
+    chunk_id: str = ""  # assigned by the collection: "<doc_id>:<page>:<order>"
+    doc_id: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Page:
+    """A page-level multimodal unit (Hyper-M2RAG's PMU)."""
+
+    number: int  # 1-based
+    chunks: list[Chunk] = field(default_factory=list)
+    width: float = 0.0
+    height: float = 0.0
+    ocr: bool = False  # text came from OCR because the page had no text layer
+    vision_dominant: bool = False  # mostly images, little text
+
+
+@dataclass
+class Document:
+    doc_id: str  # content hash prefix: the same bytes give the same id
+    source: str  # path the document was read from
+    title: str
+    kind: str  # "pdf", "markdown", "html", "text"
+    pages: list[Page] = field(default_factory=list)
+    content_hash: str = ""  # full sha256 of the file bytes
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        return [c for p in self.pages for c in p.chunks]
+
+
+@dataclass
+class DocumentInfo:
+    """What the store knows about an indexed document, without its pages."""
+
+    doc_id: str
+    source: str
+    title: str
+    kind: str
+    content_hash: str
+    num_pages: int
+    num_chunks: int
+    status: str
+    added_at: float = 0.0
+
+
+@dataclass
+class Entity:
+    """A hypergraph vertex (filled by the hypergraph build, a later stage)."""
+
+    entity_id: str
+    name: str
+    type: str = ""
+    description: str = ""
+    modality: str = "text"
+    aliases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Hyperedge:
+    """A relation over two or more entities; has its own id so two facts over one entity set stay two."""
+
+    edge_id: str
+    level: str  # "low" (pairwise), "high" (n-ary), "refine"
+    description: str = ""
+    keywords: list[str] = field(default_factory=list)
+    strength: float = 1.0
+    members: list[tuple[str, str]] = field(default_factory=list)  # (entity_id, role)
+
+
+@dataclass
+class Citation:
+    doc_id: str
+    title: str
+    page: int
+    bbox: BBox | None
+    section_path: list[str]
+    chunk_id: str
+    modality: Modality
+
+    def label(self) -> str:
+        region = ""
+        if self.bbox:
+            x0, y0, x1, y1 = self.bbox
+            region = f" @({x0:.0f},{y0:.0f},{x1:.0f},{y1:.0f})"
+        return f"{self.title} p.{self.page}{region}"
+
+
+@dataclass
+class EvidenceItem:
+    chunk: Chunk
+    score: float
+    rank: int  # 1-based rank in the package
+    citation: Citation
+    sources: dict[str, float] = field(default_factory=dict)  # per-retriever scores
+
+
+@dataclass
+class EvidencePackage:
+    question: str
+    strategy: str
+    items: list[EvidenceItem] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def by_modality(self) -> dict[str, list[EvidenceItem]]:
+        groups: dict[str, list[EvidenceItem]] = {}
+        for item in self.items:
+            groups.setdefault(item.chunk.modality, []).append(item)
+        return groups
+
+    def pages(self, k: int | None = None) -> list[tuple[str, int]]:
+        """Distinct (doc_id, page) of the top-k items, in rank order."""
+        seen: list[tuple[str, int]] = []
+        for item in self.items[:k]:
+            key = (item.chunk.doc_id, item.chunk.page)
+            if key not in seen:
+                seen.append(key)
+        return seen
+
+
+@dataclass
+class Answer:
+    question: str
+    text: str
+    citations: list[Citation]
+    evidence: EvidencePackage
+    sufficient: bool  # False when the evidence does not support an answer
+    answerer: str = "extractive"
+    support: list[str] = field(default_factory=list)  # the extracted passages, in order

@@ -1,0 +1,38 @@
+"""Model plug-in protocols: every stage that calls a model goes through one of these."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts in, L2-normalised float32 vectors out (one row per text)."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Messages in, text out; `schema` asks for JSON that validates against it."""
+
+    name: str
+
+    def complete(
+        self, messages: Sequence[dict[str, Any]], *, schema: dict[str, Any] | None = None, **params: Any
+    ) -> str: ...
+
+
+@runtime_checkable
+class VisionModel(Protocol):
+    """Like a chat model, but messages may carry images (PNG bytes)."""
+
+    name: str
+
+    def describe(self, prompt: str, images: Sequence[bytes], **params: Any) -> str: ...

@@ -1,0 +1,48 @@
+"""Plain-data views of answers and evidence, shared by the CLI's JSON output and, later, the service."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from hyperfolio.model import Answer, Citation, EvidencePackage
+
+
+def citation_dict(citation: Citation) -> dict[str, Any]:
+    out = asdict(citation)
+    out["bbox"] = list(citation.bbox) if citation.bbox else None
+    out["label"] = citation.label()
+    return out
+
+
+def evidence_dict(evidence: EvidencePackage, text_chars: int = 800) -> dict[str, Any]:
+    return {
+        "question": evidence.question,
+        "strategy": evidence.strategy,
+        "seconds": evidence.meta.get("seconds"),
+        "items": [
+            {
+                "rank": item.rank,
+                "score": item.score,
+                "sources": item.sources,
+                "modality": item.chunk.modality,
+                "text": item.chunk.text[:text_chars],
+                "image_path": item.chunk.image_path,
+                "citation": citation_dict(item.citation),
+            }
+            for item in evidence.items
+        ],
+        "by_modality": {m: [i.rank for i in items] for m, items in evidence.by_modality().items()},
+    }
+
+
+def answer_dict(answer: Answer) -> dict[str, Any]:
+    return {
+        "question": answer.question,
+        "answer": answer.text,
+        "sufficient": answer.sufficient,
+        "answerer": answer.answerer,
+        "support": answer.support,
+        "citations": [citation_dict(c) for c in answer.citations],
+        "evidence": evidence_dict(answer.evidence),
+    }

@@ -1,0 +1,22 @@
+"""Retrieval strategies, selected by name."""
+
+from __future__ import annotations
+
+from hyperfolio.retrieve.base import Query, RetrievalContext, Strategy
+from hyperfolio.retrieve.flat import BM25Strategy, DenseStrategy, HybridStrategy
+
+STRATEGIES: dict[str, type] = {
+    "bm25": BM25Strategy,
+    "dense": DenseStrategy,
+    "hybrid": HybridStrategy,
+}
+
+
+def make_strategy(name: str) -> Strategy:
+    try:
+        return STRATEGIES[name]()
+    except KeyError:
+        raise ValueError(f"unknown retrieval mode {name!r}; choose one of {', '.join(STRATEGIES)}") from None
+
+
+__all__ = ["Query", "RetrievalContext", "Strategy", "STRATEGIES", "make_strategy"]

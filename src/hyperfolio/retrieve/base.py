@@ -1,0 +1,34 @@
+"""The retrieval strategy interface: a question in, an evidence package out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hyperfolio.model import EvidencePackage
+from hyperfolio.models.protocols import Embedder
+from hyperfolio.store.base import Store
+
+
+@dataclass
+class RetrievalContext:
+    """What a strategy may read: the index and the models, never the build stages."""
+
+    store: Store
+    embedder: Embedder
+    titles: dict[str, str] = field(default_factory=dict)  # doc_id -> title, for citations
+    rrf_k: int = 60
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    k: int = 10
+    doc_ids: Sequence[str] | None = None  # None: the whole collection
+
+
+class Strategy(Protocol):
+    name: str
+
+    def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage: ...

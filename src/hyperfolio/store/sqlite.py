@@ -1,0 +1,533 @@
+"""Embedded store: one SQLite database per collection directory.
+
+WAL mode, one transaction per document step (so a crash loses at most the step in
+flight), FTS5 for BM25, vectors as float32 blobs with an in-memory matrix for
+brute-force search (a 100k x 384 matrix product takes milliseconds).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hyperfolio.errors import StoreError
+from hyperfolio.model import Chunk, Document, DocumentInfo
+from hyperfolio.store.base import STAGE_PARSED
+
+DB_NAME = "hyperfolio.db"
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    title TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    content_hash TEXT NOT NULL UNIQUE,
+    num_pages INTEGER NOT NULL,
+    meta TEXT NOT NULL DEFAULT '{}',
+    added_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_source ON documents(source);
+CREATE TABLE IF NOT EXISTS doc_status (
+    doc_id TEXT PRIMARY KEY REFERENCES documents(doc_id) ON DELETE CASCADE,
+    stage TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pages (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    width REAL, height REAL,
+    ocr INTEGER NOT NULL DEFAULT 0,
+    vision_dominant INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (doc_id, number)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    page INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    modality TEXT NOT NULL,
+    text TEXT NOT NULL,
+    bbox TEXT,
+    section_path TEXT NOT NULL DEFAULT '[]',
+    table_cells TEXT,
+    table_header_rows INTEGER NOT NULL DEFAULT 0,
+    caption TEXT,
+    ocr_text TEXT,
+    image_path TEXT,
+    placeholder INTEGER NOT NULL DEFAULT 0,
+    meta TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, page, ord);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    chunk_id UNINDEXED, doc_id UNINDEXED, text, heading, tokenize = 'porter unicode61'
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    space TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    vec BLOB NOT NULL,
+    PRIMARY KEY (space, item_id)
+);
+CREATE INDEX IF NOT EXISTS vectors_doc ON vectors(doc_id);
+
+-- Hypergraph layers, filled by the build stage.
+CREATE TABLE IF NOT EXISTS entities (
+    entity_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    norm_name TEXT NOT NULL,
+    type TEXT NOT NULL DEFAULT '',
+    description TEXT NOT NULL DEFAULT '',
+    modality TEXT NOT NULL DEFAULT 'text',
+    aliases TEXT NOT NULL DEFAULT '[]',
+    meta TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS entities_norm ON entities(norm_name);
+CREATE TABLE IF NOT EXISTS hyperedges (
+    edge_id TEXT PRIMARY KEY,
+    level TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    keywords TEXT NOT NULL DEFAULT '[]',
+    strength REAL NOT NULL DEFAULT 1.0,
+    meta TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS incidence (
+    edge_id TEXT NOT NULL REFERENCES hyperedges(edge_id) ON DELETE CASCADE,
+    entity_id TEXT NOT NULL REFERENCES entities(entity_id) ON DELETE CASCADE,
+    role TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (edge_id, entity_id, role)
+);
+CREATE INDEX IF NOT EXISTS incidence_entity ON incidence(entity_id);
+CREATE TABLE IF NOT EXISTS provenance (
+    item_kind TEXT NOT NULL CHECK (item_kind IN ('entity', 'hyperedge')),
+    item_id TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    page INTEGER NOT NULL,
+    PRIMARY KEY (item_kind, item_id, chunk_id)
+);
+CREATE INDEX IF NOT EXISTS provenance_doc ON provenance(doc_id);
+CREATE INDEX IF NOT EXISTS provenance_chunk ON provenance(chunk_id);
+"""
+
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "so",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "we",
+        "our",
+        "can",
+        "could",
+        "should",
+        "may",
+        "might",
+        "much",
+        "many",
+        "about",
+        "over",
+        "any",
+        "all",
+        "each",
+        "other",
+        "some",
+        "more",
+        "most",
+    ]
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(text: str) -> str:
+    """Turn free text into a safe FTS5 OR-query of quoted terms (stop words dropped)."""
+    terms = [t for t in _WORD.findall(text.lower()) if t not in _STOPWORDS]
+    if not terms:
+        terms = _WORD.findall(text.lower())
+    unique = list(dict.fromkeys(terms))
+    return " OR ".join(f'"{t}"' for t in unique)
+
+
+@dataclass
+class _VectorMatrix:
+    """All vectors of one space held in memory, with a doc -> rows index for scoped search."""
+
+    ids: list[str] = field(default_factory=list)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    rows_by_doc: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class SQLiteStore:
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / DB_NAME
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:  # pragma: no cover - depends on the file system
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(SCHEMA)
+        if self.get_meta("schema_version") is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        self._matrices: dict[str, _VectorMatrix] = {}
+
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # ------------------------------------------------------------------ documents
+    def write_document(self, doc: Document) -> None:
+        now = time.time()
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO documents(doc_id, source, title, kind, content_hash, num_pages, meta, added_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    doc.doc_id,
+                    doc.source,
+                    doc.title,
+                    doc.kind,
+                    doc.content_hash,
+                    len(doc.pages),
+                    json.dumps(doc.meta, default=str),
+                    now,
+                ),
+            )
+            db.executemany(
+                "INSERT INTO pages(doc_id, number, width, height, ocr, vision_dominant) VALUES (?, ?, ?, ?, ?, ?)",
+                [(doc.doc_id, p.number, p.width, p.height, int(p.ocr), int(p.vision_dominant)) for p in doc.pages],
+            )
+            rows = [_chunk_row(c) for c in doc.chunks]
+            db.executemany(
+                "INSERT INTO chunks(chunk_id, doc_id, page, ord, modality, text, bbox, section_path,"
+                " table_cells, table_header_rows, caption, ocr_text, image_path, placeholder, meta)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            db.executemany(
+                "INSERT INTO chunks_fts(chunk_id, doc_id, text, heading) VALUES (?, ?, ?, ?)",
+                [(c.chunk_id, c.doc_id, c.text, " / ".join(c.section_path)) for c in doc.chunks],
+            )
+            db.execute(
+                "INSERT INTO doc_status(doc_id, stage, updated_at) VALUES (?, ?, ?)",
+                (doc.doc_id, STAGE_PARSED, now),
+            )
+
+    def set_stage(self, doc_id: str, stage: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE doc_status SET stage = ?, updated_at = ? WHERE doc_id = ?",
+                (stage, time.time(), doc_id),
+            )
+
+    _DOC_SELECT = (
+        "SELECT d.doc_id, d.source, d.title, d.kind, d.content_hash, d.num_pages,"
+        " (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id), COALESCE(s.stage, ''), d.added_at"
+        " FROM documents d LEFT JOIN doc_status s ON s.doc_id = d.doc_id"
+    )
+
+    def list_documents(self) -> list[DocumentInfo]:
+        return [DocumentInfo(*r) for r in self._query(self._DOC_SELECT + " ORDER BY d.added_at")]
+
+    def get_document(self, doc_id: str) -> DocumentInfo | None:
+        rows = self._query(self._DOC_SELECT + " WHERE d.doc_id = ?", (doc_id,))
+        return DocumentInfo(*rows[0]) if rows else None
+
+    def document_by_hash(self, content_hash: str) -> DocumentInfo | None:
+        rows = self._query(self._DOC_SELECT + " WHERE d.content_hash = ?", (content_hash,))
+        return DocumentInfo(*rows[0]) if rows else None
+
+    def documents_by_source(self, source: str) -> list[DocumentInfo]:
+        rows = self._query(self._DOC_SELECT + " WHERE d.source = ? ORDER BY d.added_at", (source,))
+        return [DocumentInfo(*r) for r in rows]
+
+    def remove_document(self, doc_id: str) -> None:
+        """Delete a document, its chunks and vectors, and hypergraph items only it supported."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunks_fts WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM vectors WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM provenance WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM doc_status WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            # Hypergraph items left without any provenance were supported only by this document.
+            orphans = "SELECT 1 FROM provenance p WHERE p.item_kind = ? AND p.item_id = {col}"
+            db.execute(
+                "DELETE FROM hyperedges WHERE NOT EXISTS (" + orphans.format(col="hyperedges.edge_id") + ")",
+                ("hyperedge",),
+            )
+            db.execute(
+                "DELETE FROM entities WHERE NOT EXISTS (" + orphans.format(col="entities.entity_id") + ")",
+                ("entity",),
+            )
+            # Vectors of removed hypergraph items go too.
+            db.execute("DELETE FROM vectors WHERE space = 'entity' AND item_id NOT IN (SELECT entity_id FROM entities)")
+            db.execute(
+                "DELETE FROM vectors WHERE space = 'hyperedge' AND item_id NOT IN (SELECT edge_id FROM hyperedges)"
+            )
+        self._matrices.clear()
+
+    # ------------------------------------------------------------------ chunks
+    _CHUNK_SELECT = (
+        "SELECT chunk_id, doc_id, page, ord, modality, text, bbox, section_path, table_cells,"
+        " table_header_rows, caption, ocr_text, image_path, placeholder, meta FROM chunks"
+    )
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        found: dict[str, Chunk] = {}
+        ids = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for row in self._query(self._CHUNK_SELECT + f" WHERE chunk_id IN ({marks})", part):
+                chunk = _row_chunk(row)
+                found[chunk.chunk_id] = chunk
+        return [found[i] for i in chunk_ids if i in found]
+
+    def iter_chunks(self, doc_id: str | None = None) -> Iterable[Chunk]:
+        if doc_id is None:
+            rows = self._query(self._CHUNK_SELECT + " ORDER BY doc_id, page, ord")
+        else:
+            rows = self._query(self._CHUNK_SELECT + " WHERE doc_id = ? ORDER BY page, ord", (doc_id,))
+        return [_row_chunk(r) for r in rows]
+
+    def count_chunks(self, doc_id: str | None = None) -> int:
+        if doc_id is None:
+            return self._query("SELECT COUNT(*) FROM chunks")[0][0]
+        return self._query("SELECT COUNT(*) FROM chunks WHERE doc_id = ?", (doc_id,))[0][0]
+
+    # ------------------------------------------------------------------ keyword search
+    def keyword_search(self, query: str, k: int, doc_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        match = fts_query(query)
+        if not match:
+            return []
+        sql = "SELECT chunk_id, -bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
+        params: list[Any] = [match]
+        if doc_ids:
+            sql += f" AND doc_id IN ({','.join('?' * len(doc_ids))})"
+            params.extend(doc_ids)
+        sql += " ORDER BY bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) LIMIT ?"
+        params.append(k)
+        try:
+            return [(r[0], float(r[1])) for r in self._query(sql, params)]
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"keyword search failed for {query!r}: {exc}") from exc
+
+    # ------------------------------------------------------------------ vectors
+    def put_vectors(self, space: str, items: Sequence[tuple[str, str]], vectors: np.ndarray) -> None:
+        if len(items) != len(vectors):
+            raise ValueError("items and vectors differ in length")
+        data = np.asarray(vectors, dtype=np.float32)
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors(space, item_id, doc_id, vec) VALUES (?, ?, ?, ?)",
+                [(space, item_id, doc_id, data[i].tobytes()) for i, (item_id, doc_id) in enumerate(items)],
+            )
+        self._matrices.pop(space, None)
+
+    def missing_vectors(self, space: str, doc_id: str) -> list[Chunk]:
+        rows = self._query(
+            self._CHUNK_SELECT
+            + " WHERE doc_id = ? AND chunk_id NOT IN (SELECT item_id FROM vectors WHERE space = ? AND doc_id = ?)"
+            " ORDER BY page, ord",
+            (doc_id, space, doc_id),
+        )
+        return [_row_chunk(r) for r in rows]
+
+    def clear_vectors(self, space: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM vectors WHERE space = ?", (space,))
+        self._matrices.pop(space, None)
+
+    def _matrix(self, space: str) -> _VectorMatrix:
+        cached = self._matrices.get(space)
+        if cached is not None:
+            return cached
+        rows = self._query("SELECT item_id, doc_id, vec FROM vectors WHERE space = ? ORDER BY rowid", (space,))
+        vm = _VectorMatrix()
+        if rows:
+            vm.ids = [r[0] for r in rows]
+            vm.matrix = np.vstack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
+            by_doc: dict[str, list[int]] = {}
+            for i, r in enumerate(rows):
+                by_doc.setdefault(r[1], []).append(i)
+            vm.rows_by_doc = {d: np.asarray(ix, dtype=np.int64) for d, ix in by_doc.items()}
+        self._matrices[space] = vm
+        return vm
+
+    def vector_search(
+        self, space: str, vector: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        vm = self._matrix(space)
+        if not vm.ids:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if doc_ids:
+            parts = [vm.rows_by_doc[d] for d in doc_ids if d in vm.rows_by_doc]
+            if not parts:
+                return []
+            rows = np.concatenate(parts)
+            scores = vm.matrix[rows] @ query
+        else:
+            rows = None
+            scores = vm.matrix @ query
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top])]
+        ids = rows[top] if rows is not None else top
+        return [(vm.ids[int(i)], float(scores[int(t)])) for i, t in zip(ids, top, strict=True)]
+
+    # ------------------------------------------------------------------ stats
+    def stats(self) -> dict[str, Any]:
+        def count(sql: str) -> int:
+            return int(self._query(sql)[0][0])
+
+        by_modality = dict(self._query("SELECT modality, COUNT(*) FROM chunks GROUP BY modality"))
+        by_stage = dict(self._query("SELECT stage, COUNT(*) FROM doc_status GROUP BY stage"))
+        return {
+            "path": str(self.path),
+            "documents": count("SELECT COUNT(*) FROM documents"),
+            "pages": count("SELECT COUNT(*) FROM pages"),
+            "chunks": count("SELECT COUNT(*) FROM chunks"),
+            "chunks_by_modality": by_modality,
+            "documents_by_stage": by_stage,
+            "vectors": count("SELECT COUNT(*) FROM vectors"),
+            "entities": count("SELECT COUNT(*) FROM entities"),
+            "hyperedges": count("SELECT COUNT(*) FROM hyperedges"),
+            "database_bytes": self.path.stat().st_size if self.path.exists() else 0,
+        }
+
+
+def _chunk_row(c: Chunk) -> tuple:
+    return (
+        c.chunk_id,
+        c.doc_id,
+        c.page,
+        c.order,
+        c.modality,
+        c.text,
+        json.dumps(list(c.bbox)) if c.bbox else None,
+        json.dumps(c.section_path),
+        json.dumps(c.table) if c.table is not None else None,
+        c.table_header_rows,
+        c.caption,
+        c.ocr_text,
+        c.image_path,
+        int(c.placeholder),
+        json.dumps(c.meta, default=str),
+    )
+
+
+def _row_chunk(r: tuple) -> Chunk:
+    bbox = tuple(json.loads(r[6])) if r[6] else None
+    return Chunk(
+        chunk_id=r[0],
+        doc_id=r[1],
+        page=r[2],
+        order=r[3],
+        modality=r[4],
+        text=r[5],
+        bbox=bbox,  # type: ignore[arg-type]
+        section_path=json.loads(r[7]),
+        table=json.loads(r[8]) if r[8] else None,
+        table_header_rows=r[9],
+        caption=r[10],
+        ocr_text=r[11],
+        image_path=r[12],
+        placeholder=bool(r[13]),
+        meta=json.loads(r[14]),
+    )

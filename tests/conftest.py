@@ -1,0 +1,40 @@
+"""Shared fixtures: one embedder per test session, and small documents the tests generate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from hyperfolio.models.embed_local import MiniLMEmbedder
+
+
+@pytest.fixture(scope="session")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def write_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:
+    """A text PDF, one string per page; a line starting with '# ' becomes a large heading."""
+    doc = pymupdf.open()
+    for text in pages:
+        page = doc.new_page()
+        y = 72.0
+        for line in text.split("\n"):
+            size = 20 if line.startswith("# ") else 11
+            body = line[2:] if line.startswith("# ") else line
+            box = pymupdf.Rect(72, y, 540, y + 400)
+            page.insert_textbox(box, body, fontsize=size, fontname="helv")
+            lines = max(1, len(body) // 80 + 1)
+            y += lines * size * 1.4 + 6
+    if title:
+        doc.set_metadata({"title": title})
+    doc.save(path)
+    doc.close()
+    return path
+
+
+@pytest.fixture
+def pdf_writer():
+    return write_pdf

@@ -1,0 +1,63 @@
+"""Unit tests for rank fusion and the extractive answerer's candidate passages."""
+
+from __future__ import annotations
+
+from hyperfolio.answer import ExtractiveAnswerer, passages, terms
+from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
+from hyperfolio.retrieve.flat import reciprocal_rank_fusion
+
+
+def item(chunk: Chunk, rank: int) -> EvidenceItem:
+    chunk.doc_id = "d"
+    chunk.chunk_id = f"d:{chunk.page}:{chunk.order}"
+    cit = Citation("d", "Doc", chunk.page, chunk.bbox, chunk.section_path, chunk.chunk_id, chunk.modality)
+    return EvidenceItem(chunk=chunk, score=1.0 / rank, rank=rank, citation=cit)
+
+
+def test_rrf_rewards_agreement():
+    fused, sources = reciprocal_rank_fusion(
+        {"bm25": [("a", 9.0), ("b", 5.0), ("c", 1.0)], "dense": [("d", 0.9), ("b", 0.8), ("e", 0.1)]}, k=60
+    )
+    order = [cid for cid, _ in fused]
+    assert order[0] == "b"  # ranked 2nd by both beats 1st by one
+    assert set(order) == {"a", "b", "c", "d", "e"}
+    assert sources["b"] == {"bm25": 5.0, "dense": 0.8}
+
+
+def test_table_rows_become_header_keyed_passages():
+    chunk = Chunk(
+        page=3,
+        order=1,
+        modality="table",
+        text="...",
+        caption="Table 2: Capacity by region",
+        table=[["Region", "Capacity (MW)"], ["North", "420"], ["South", "310"]],
+        table_header_rows=1,
+    )
+    found = passages(item(chunk, 1))
+    texts = [p.text for p in found]
+    assert texts[0] == "Table 2: Capacity by region"
+    assert "Region: North; Capacity (MW): 420" in texts
+    assert [p.kind for p in found] == ["caption", "row", "row"]
+
+
+def test_answerer_picks_the_row_that_answers(embedder):
+    table = Chunk(
+        page=3,
+        order=1,
+        modality="table",
+        text="...",
+        caption="Table 2: Capacity by region",
+        table=[["Region", "Capacity (MW)"], ["North", "420"], ["South", "310"]],
+        table_header_rows=1,
+    )
+    prose = Chunk(page=1, order=0, modality="text", text="The company was founded in 1990. It builds wind farms.")
+    package = EvidencePackage("What is the capacity of the South region?", "test", [item(prose, 1), item(table, 2)])
+    answer = ExtractiveAnswerer(embedder).answer(package.question, package)
+    assert answer.sufficient
+    assert answer.support[0] == "Region: South; Capacity (MW): 310"
+    assert answer.citations[0].page == 3
+
+
+def test_terms_drop_stopwords_and_fold_plurals():
+    assert terms("What are the turbines of the 2023 plants?") == ["turbine", "2023", "plant"]

@@ -1,0 +1,151 @@
+"""SQLite store: persistence, keyword and vector search, scoped search, removal."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from hyperfolio.model import Chunk, Document, Page
+from hyperfolio.store.base import CHUNK_SPACE, STAGE_PARSED, STAGE_READY
+from hyperfolio.store.sqlite import SQLiteStore, fts_query
+
+
+def make_doc(doc_id: str, texts: list[str], source: str | None = None) -> Document:
+    pages = []
+    for number, text in enumerate(texts, start=1):
+        chunk = Chunk(
+            page=number,
+            order=0,
+            modality="text",
+            text=text,
+            bbox=(1.0, 2.0, 3.0, 4.0),
+            section_path=["Intro", f"Part {number}"],
+        )
+        chunk.doc_id, chunk.chunk_id = doc_id, f"{doc_id}:{number}:0"
+        pages.append(Page(number=number, chunks=[chunk], width=612, height=792))
+    return Document(
+        doc_id=doc_id,
+        source=source or f"/tmp/{doc_id}.pdf",
+        title=doc_id.upper(),
+        kind="pdf",
+        pages=pages,
+        content_hash="h-" + doc_id,
+    )
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SQLiteStore(tmp_path / "col")
+    yield s
+    s.close()
+
+
+def test_wal_mode_and_round_trip(store, tmp_path):
+    doc = make_doc("d1", ["The turbine produced 40 MW.", "Revenue grew in Europe."])
+    store.write_document(doc)
+    mode = sqlite3.connect(store.path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+    info = store.get_document("d1")
+    assert info.num_pages == 2 and info.num_chunks == 2 and info.status == STAGE_PARSED
+    (chunk,) = store.get_chunks(["d1:2:0"])
+    assert chunk.text == "Revenue grew in Europe."
+    assert chunk.bbox == (1.0, 2.0, 3.0, 4.0)
+    assert chunk.section_path == ["Intro", "Part 2"]
+    assert store.document_by_hash("h-d1").doc_id == "d1"
+    store.set_stage("d1", STAGE_READY)
+    # a second connection to the same directory sees the committed state
+    other = SQLiteStore(tmp_path / "col")
+    assert other.get_document("d1").status == STAGE_READY
+    other.close()
+
+
+def test_same_document_twice_is_rejected_not_duplicated(store):
+    store.write_document(make_doc("d1", ["alpha"]))
+    with pytest.raises(sqlite3.IntegrityError):
+        store.write_document(make_doc("d1", ["alpha"]))
+    assert store.count_chunks() == 1  # the failed transaction left nothing behind
+
+
+def test_keyword_search_ranks_and_scopes(store):
+    store.write_document(make_doc("d1", ["wind turbines in Denmark", "solar panels in Spain"]))
+    store.write_document(make_doc("d2", ["wind farms offshore"]))
+    hits = store.keyword_search("Which wind turbines?", 10)
+    assert hits[0][0] == "d1:1:0"
+    assert {h[0] for h in hits} == {"d1:1:0", "d2:1:0"}
+    scoped = store.keyword_search("wind", 10, doc_ids=["d2"])
+    assert [h[0] for h in scoped] == ["d2:1:0"]
+    # punctuation and FTS operators in the question are harmless
+    assert isinstance(store.keyword_search('"NEAR(" AND OR *', 5), list)  # no FTS syntax error
+    assert fts_query('what is "x" - OR y?') == '"x" OR "y"'
+
+
+def test_vector_search_scoped_and_persisted(store, tmp_path):
+    store.write_document(make_doc("d1", ["a", "b"]))
+    store.write_document(make_doc("d2", ["c"]))
+    vectors = np.eye(3, dtype=np.float32)
+    store.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1"), ("d1:2:0", "d1"), ("d2:1:0", "d2")], vectors)
+    hits = store.vector_search(CHUNK_SPACE, np.array([0, 1, 0.1], dtype=np.float32), 2)
+    assert [h[0] for h in hits] == ["d1:2:0", "d2:1:0"]
+    scoped = store.vector_search(CHUNK_SPACE, np.array([0, 1, 0.1], dtype=np.float32), 2, doc_ids=["d2"])
+    assert [h[0] for h in scoped] == ["d2:1:0"]
+    assert store.missing_vectors(CHUNK_SPACE, "d1") == []
+    reopened = SQLiteStore(tmp_path / "col")
+    assert reopened.vector_search(CHUNK_SPACE, np.array([1, 0, 0], dtype=np.float32), 1)[0][0] == "d1:1:0"
+    reopened.close()
+
+
+def test_remove_deletes_only_what_the_document_alone_supported(store):
+    store.write_document(make_doc("d1", ["shared fact page"]))
+    store.write_document(make_doc("d2", ["other doc"]))
+    store.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1"), ("d2:1:0", "d2")], np.eye(2, dtype=np.float32))
+    with store.transaction() as db:
+        db.executemany(
+            "INSERT INTO entities(entity_id, name, norm_name) VALUES (?, ?, ?)",
+            [("e_only1", "Only1", "only1"), ("e_shared", "Shared", "shared")],
+        )
+        db.executemany("INSERT INTO hyperedges(edge_id, level) VALUES (?, ?)", [("h1", "low"), ("h2", "low")])
+        # two hyperedges over the same entity set stay two rows
+        db.executemany(
+            "INSERT INTO incidence(edge_id, entity_id, role) VALUES (?, ?, ?)",
+            [
+                ("h1", "e_only1", "member"),
+                ("h1", "e_shared", "member"),
+                ("h2", "e_only1", "member"),
+                ("h2", "e_shared", "member"),
+            ],
+        )
+        db.executemany(
+            "INSERT INTO provenance(item_kind, item_id, chunk_id, doc_id, page) VALUES (?, ?, ?, ?, ?)",
+            [
+                ("entity", "e_only1", "d1:1:0", "d1", 1),
+                ("entity", "e_shared", "d1:1:0", "d1", 1),
+                ("entity", "e_shared", "d2:1:0", "d2", 1),
+                ("hyperedge", "h1", "d1:1:0", "d1", 1),
+                ("hyperedge", "h2", "d2:1:0", "d2", 1),
+            ],
+        )
+    store.remove_document("d1")
+    assert store.get_document("d1") is None
+    assert store.count_chunks() == 1
+    assert store.keyword_search("shared fact", 5) == []
+    assert [h[0] for h in store.vector_search(CHUNK_SPACE, np.array([1, 1], dtype=np.float32), 5)] == ["d2:1:0"]
+    entities = {r[0] for r in store._query("SELECT entity_id FROM entities")}
+    edges = {r[0] for r in store._query("SELECT edge_id FROM hyperedges")}
+    assert entities == {"e_shared"}
+    assert edges == {"h2"}
+    assert store._query("SELECT edge_id, entity_id FROM incidence") == [("h2", "e_shared")]
+
+
+def test_vector_search_fast_path_at_scale(store):
+    """100k x 384 vectors: top-k stays exact (correctness at scale; speed is in benchmarks/)."""
+    rng = np.random.default_rng(0)
+    n, dim = 20_000, 64
+    doc = make_doc("big", ["x"])
+    store.write_document(doc)
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.put_vectors("scale", [(f"i{i}", "big") for i in range(n)], vectors)
+    query = vectors[1234]
+    assert store.vector_search("scale", query, 3)[0][0] == "i1234"

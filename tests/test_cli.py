@@ -1,0 +1,79 @@
+"""The CLI as a user runs it: exit codes, JSON output, errors naming the file and the reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from hyperfolio.cli import app
+
+runner = CliRunner()
+
+DOC = """# Field Guide
+
+## Birds
+
+The osprey eats fish almost exclusively and nests near water.
+
+## Trees
+
+The English oak can live for more than a thousand years.
+"""
+
+
+@pytest.fixture
+def collection(tmp_path):
+    path = tmp_path / "docs"
+    path.mkdir()
+    (path / "guide.md").write_text(DOC)
+    col = tmp_path / "col"
+    result = runner.invoke(app, ["add", str(path / "*.md"), "--collection", str(col)])
+    assert result.exit_code == 0, result.output
+    assert "added" in result.output and "pages/s" in result.output
+    return col
+
+
+def test_ask_json_has_answer_and_page_citation(collection):
+    result = runner.invoke(app, ["ask", "What does the osprey eat?", "-c", str(collection), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert "fish" in data["answer"]
+    assert data["sufficient"] is True
+    assert data["citations"][0]["page"] == 1
+    assert data["citations"][0]["title"] == "Field Guide"
+    assert data["evidence"]["items"]
+
+
+def test_retrieve_stats_list_remove(collection):
+    result = runner.invoke(app, ["retrieve", "oak tree age", "-c", str(collection), "--mode", "bm25", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "oak" in json.loads(result.output)["items"][0]["text"]
+    stats = json.loads(runner.invoke(app, ["stats", "-c", str(collection), "--json"]).output)
+    assert stats["documents"] == 1 and stats["chunks"] >= 1
+    listed = runner.invoke(app, ["list", "-c", str(collection)])
+    assert "Field Guide" in listed.output
+    removed = runner.invoke(app, ["remove", "guide.md", "-c", str(collection)])
+    assert removed.exit_code == 0, removed.output
+    assert json.loads(runner.invoke(app, ["stats", "-c", str(collection), "--json"]).output)["documents"] == 0
+
+
+def test_add_reports_bad_files_and_exits_nonzero(tmp_path):
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"not a pdf at all")
+    good = tmp_path / "good.md"
+    good.write_text(DOC)
+    result = runner.invoke(app, ["add", str(bad), str(good), "-c", str(tmp_path / "col")])
+    assert result.exit_code == 1
+    assert "bad.pdf" in result.output and "failed" in result.output
+    assert "1 ok, 1 failed" in result.output
+
+
+def test_unknown_mode_and_unknown_document_are_clear_errors(collection):
+    result = runner.invoke(app, ["ask", "osprey", "-c", str(collection), "--mode", "nonsense"])
+    assert result.exit_code == 1
+    assert "unknown retrieval mode" in result.output
+    result = runner.invoke(app, ["ask", "osprey", "-c", str(collection), "--doc", "nope.pdf"])
+    assert result.exit_code == 1
+    assert "nope.pdf" in result.output
