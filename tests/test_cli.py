@@ -77,3 +77,12 @@ def test_unknown_mode_and_unknown_document_are_clear_errors(collection):
     result = runner.invoke(app, ["ask", "osprey", "-c", str(collection), "--doc", "nope.pdf"])
     assert result.exit_code == 1
     assert "nope.pdf" in result.output
+
+
+def test_demo_answers_with_a_page_citation(tmp_path):
+    result = runner.invoke(app, ["demo", "--collection", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "Answer:" in text
+    assert "North Sea" in text
+    assert "p.2" in text

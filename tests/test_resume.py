@@ -42,6 +42,8 @@ def vector_count(col_dir: Path) -> int:
     db = sqlite3.connect(col_dir / "hyperfolio.db")
     try:
         return db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+    except sqlite3.OperationalError:  # schema not created yet
+        return 0
     finally:
         db.close()
 
@@ -117,7 +119,7 @@ def test_sigkill_mid_ingest_then_resume(tmp_path, embedder, monkeypatch):
 @pytest.mark.slow
 def test_sigkill_at_an_arbitrary_moment_via_cli(tmp_path):
     """Kill the real CLI after a while, wherever it is; a second `hyperfolio add` completes cleanly."""
-    write_corpus(tmp_path / "docs", count=5, paragraphs=40)
+    write_corpus(tmp_path / "docs", count=6, paragraphs=60)
     col_dir = tmp_path / "col"
     cmd = [sys.executable, "-m", "hyperfolio", "add", str(tmp_path / "docs"), "--collection", str(col_dir)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -126,15 +128,15 @@ def test_sigkill_at_an_arbitrary_moment_via_cli(tmp_path):
         if (col_dir / "hyperfolio.db").exists() and vector_count(col_dir) > 0:
             break
         time.sleep(0.05)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    assert proc.poll() is None, "ingest finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = chunk_rows(col_dir)
     assert len(rows) == len({cid for cid, _ in rows})
     assert vector_count(col_dir) == len(rows)
     col = Collection(col_dir)
-    assert len(col.documents()) == 5
+    assert len(col.documents()) == 6
     assert all(d.status == "ready" for d in col.documents())
     col.close()

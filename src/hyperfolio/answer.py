@@ -112,6 +112,22 @@ _QUANTITY = re.compile(
 _HAS_NUMBER = re.compile(r"\d")
 
 
+_MAX_WORDS = re.compile(r"\b(highest|largest|most|biggest|greatest|maximum|max|top|best|leading)\b", re.I)
+_MIN_WORDS = re.compile(r"\b(lowest|smallest|least|fewest|minimum|min|worst)\b", re.I)
+_NUMBER = re.compile(r"^[^\d-]*(-?\d[\d,]*(?:\.\d+)?)\s*%?[^\d]*$")
+
+
+def cell_number(cell: str) -> float | None:
+    """The number in a table cell such as '1,850', '$12.5', '42%'; None if the cell is not numeric."""
+    match = _NUMBER.match(cell.strip())
+    if not match:
+        return None
+    try:
+        return float(match.group(1).replace(",", ""))
+    except ValueError:
+        return None
+
+
 class Answerer(Protocol):
     name: str
 
@@ -157,7 +173,8 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
             found.append(Passage(text[:max_chars], item, "row"))
         return found
     if chunk.modality == "image":
-        text = " ".join(t for t in (chunk.caption, chunk.ocr_text) if t) or chunk.text
+        # OCR of a chart is mostly tick labels: quote the caption when there is one.
+        text = chunk.caption or chunk.ocr_text or chunk.text
         return [Passage(text[:max_chars], item, "caption")]
     for sentence in _SENTENCE_END.split(chunk.text):
         sentence = " ".join(sentence.split())
@@ -171,6 +188,43 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
         if sentence:
             found.append(Passage(sentence, item, "sentence"))
     return found
+
+
+def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
+    """Answer 'which X has the highest/lowest Y' from a table's cells instead of quoting a row."""
+    chunk = item.chunk
+    want_max = bool(_MAX_WORDS.search(question))
+    want_min = bool(_MIN_WORDS.search(question))
+    if chunk.modality != "table" or not chunk.table or want_max == want_min:
+        return None
+    header_rows = max(chunk.table_header_rows, 1)
+    header = [c.strip() for c in chunk.table[header_rows - 1]]
+    body = [row for row in chunk.table[header_rows:] if len(row) == len(header)]
+    if len(body) < 2:
+        return None
+    q_terms = set(terms(question))
+    numeric: list[tuple[float, int]] = []  # (header overlap with question, column)
+    label_col = None
+    for col in range(len(header)):
+        values = [cell_number(row[col]) for row in body]
+        if sum(v is not None for v in values) >= max(2, len(body) // 2 + 1):
+            overlap = len(q_terms & set(terms(header[col])))
+            numeric.append((overlap, col))
+        elif label_col is None:
+            label_col = col
+    if not numeric or label_col is None:
+        return None
+    overlap, col = max(numeric, key=lambda oc: (oc[0], -oc[1]))
+    if overlap == 0:
+        return None
+    scored = [(cell_number(row[col]), row) for row in body]
+    scored = [(v, row) for v, row in scored if v is not None]
+    value, row = (max if want_max else min)(scored, key=lambda vr: vr[0])
+    word = "highest" if want_max else "lowest"
+    text = f"{row[label_col].strip()} has the {word} {header[col]}: {row[col].strip()}"
+    if chunk.caption:
+        text += f" ({chunk.caption})"
+    return Passage(text, item, "derived")
 
 
 class ExtractiveAnswerer:
@@ -207,6 +261,8 @@ class ExtractiveAnswerer:
         scores = 0.45 * lexical + 0.45 * semantic + 0.10 * prior
         if _QUANTITY.search(question):
             scores += 0.05 * np.array([bool(_HAS_NUMBER.search(p.text)) for p in candidates], dtype=np.float32)
+        # A value computed from a table's cells answers the question more directly than any quoted row.
+        scores += 0.15 * np.array([p.kind == "derived" for p in candidates], dtype=np.float32)
         # Very short fragments rarely answer anything on their own.
         lengths = np.array([len(p.text.split()) for p in candidates], dtype=np.float32)
         scores *= np.where(lengths < 4, 0.7, 1.0)
@@ -214,6 +270,8 @@ class ExtractiveAnswerer:
 
     def answer(self, question: str, evidence: EvidencePackage) -> Answer:
         candidates = [p for item in evidence.items for p in passages(item)][: self.max_candidates]
+        derived = [p for item in evidence.items if (p := table_extreme(question, item)) is not None]
+        candidates = derived + candidates
         if not candidates:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
         scores = self.score(question, candidates)

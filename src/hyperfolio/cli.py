@@ -64,12 +64,13 @@ class _BarProgress(AddProgress):
         rate = self.pages / max(time.perf_counter() - self.started, 1e-6)
         self.progress.update(self.task, advance=1, rate=f"{rate:.1f} pages/s")
         if result.status == "failed":
-            self.progress.console.print(f"[red]failed[/red] {result.path}: {result.reason}")
+            self.progress.console.print(f"[red]failed[/red] {result.path}: {result.reason}", soft_wrap=True)
         else:
             self.progress.console.print(
                 f"[green]{result.status}[/green] {Path(result.path).name} "
                 f"({result.pages} pages, {result.chunks} chunks, {result.seconds:.1f}s)"
-                + (f" - {result.reason}" if result.reason else "")
+                + (f" - {result.reason}" if result.reason else ""),
+                soft_wrap=True,
             )
 
 
@@ -98,11 +99,12 @@ def add(
     done = [r for r in report.results if r.ok]
     console.print(
         f"{len(done)} ok, {len(report.failed)} failed, {report.pages} pages indexed in {report.seconds:.1f}s "
-        f"({report.pages / max(report.seconds, 1e-6):.2f} pages/s) into {col.path}"
+        f"({report.pages / max(report.seconds, 1e-6):.2f} pages/s) into {col.path}",
+        soft_wrap=True,
     )
     for result in report.failed:
         if not any(result.path == f for f in map(str, files)):
-            errors.print(f"[red]failed[/red] {result.path}: {result.reason}")
+            errors.print(f"[red]failed[/red] {result.path}: {result.reason}", soft_wrap=True)
     col.close()
     if report.failed:
         raise typer.Exit(1)
@@ -252,6 +254,17 @@ def demo(
     q = question or SAMPLE_QUESTION
     console.print(f"[bold]Question:[/bold] {q}")
     _print_answer(col.ask(q))
+
+
+def _register_optional_commands() -> None:
+    from hyperfolio.eval.command import eval_command
+
+    app.command(name="eval", help="Measure retrieval on benchmark data (MMLongBench-Doc, Qasper, JSONL).")(
+        eval_command
+    )
+
+
+_register_optional_commands()
 
 
 def main() -> None:  # pragma: no cover - entry point for `python -m hyperfolio`
