@@ -53,10 +53,19 @@ class _BarProgress(AddProgress):
         self.progress = progress
         self.task = task
         self.pages = 0
+        self.name = ""
         self.started = time.perf_counter()
 
     def file_started(self, path: str) -> None:
-        self.progress.update(self.task, current=Path(path).name)
+        self.name = Path(path).name
+        self.progress.update(self.task, current=self.name)
+
+    def pages_parsed(self, done: int, total: int) -> None:
+        rate = (self.pages + done) / max(time.perf_counter() - self.started, 1e-6)
+        self.progress.update(self.task, current=f"{self.name} page {done}/{total}", rate=f"{rate:.1f} pages/s")
+
+    def chunks_embedded(self, count: int) -> None:
+        self.progress.update(self.task, current=f"{self.name} embedding")
 
     def file_finished(self, result: AddResult) -> None:
         if result.status in {"added", "resumed", "replaced"}:
@@ -259,9 +268,7 @@ def demo(
 def _register_optional_commands() -> None:
     from hyperfolio.eval.command import eval_command
 
-    app.command(name="eval", help="Measure retrieval on benchmark data (MMLongBench-Doc, Qasper, JSONL).")(
-        eval_command
-    )
+    app.command(name="eval", help="Measure retrieval on benchmark data (MMLongBench-Doc, Qasper, JSONL).")(eval_command)
 
 
 _register_optional_commands()

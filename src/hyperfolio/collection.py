@@ -70,6 +70,8 @@ class AddProgress:
 
     def chunks_embedded(self, count: int) -> None: ...
 
+    def pages_parsed(self, done: int, total: int) -> None: ...
+
 
 def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResult]]:
     """Files, folders (recursively, supported types only) and glob patterns -> files."""
@@ -189,7 +191,7 @@ class Collection:
                 self._drop_older_versions(path, existing.doc_id)
                 return result
             if existing is None:
-                doc = parse_file(path, self.settings.parse)
+                doc = parse_file(path, self.settings.parse, on_page=progress.pages_parsed)
                 self._write(doc)
                 info = self.store.get_document(doc.doc_id)
             else:

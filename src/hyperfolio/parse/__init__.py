@@ -50,8 +50,15 @@ def _parser(kind: str) -> Parser:
     return parse_text
 
 
-def parse_file(path: str | Path, options: ParseOptions | None = None) -> Document:
-    """Read one file into a `Document`; raises ParseError/UnsupportedFileError naming file and reason."""
+def parse_file(
+    path: str | Path,
+    options: ParseOptions | None = None,
+    on_page: Callable[[int, int], None] | None = None,
+) -> Document:
+    """Read one file into a `Document`; raises ParseError/UnsupportedFileError naming file and reason.
+
+    `on_page(done, total)` reports progress through paginated formats (PDF).
+    """
     options = options or ParseOptions()
     path = Path(path)
     name = str(path)
@@ -71,7 +78,12 @@ def parse_file(path: str | Path, options: ParseOptions | None = None) -> Documen
     if not data:
         raise ParseError(name, "file is empty (0 bytes)")
 
-    pages, title, meta = _parser(kind)(path, data, options)
+    if kind == "pdf":
+        from hyperfolio.parse.pdf import parse_pdf
+
+        pages, title, meta = parse_pdf(path, data, options, on_page=on_page)
+    else:
+        pages, title, meta = _parser(kind)(path, data, options)
     if not any(c.text.strip() and not c.placeholder for p in pages for c in p.chunks) and not any(
         c.image for p in pages for c in p.chunks
     ):

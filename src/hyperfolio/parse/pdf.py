@@ -13,6 +13,7 @@ import logging
 import re
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -747,17 +748,30 @@ def _title_from_first_page(pages: list[_PageData], body: float) -> str | None:
     return None
 
 
-def parse_pdf(path: Path, data: bytes, options: ParseOptions) -> tuple[list[Page], str | None, dict[str, Any]]:
-    """Pages with chunks, a title guess and metadata; chunk ids are left for the caller."""
+def parse_pdf(
+    path: Path,
+    data: bytes,
+    options: ParseOptions,
+    on_page: Callable[[int, int], None] | None = None,
+) -> tuple[list[Page], str | None, dict[str, Any]]:
+    """Pages with chunks, a title guess and metadata; chunk ids are left for the caller.
+
+    `on_page(done, total)` is called after each page so long documents can show progress.
+    """
     doc = open_pdf(path, data)
     try:
         pages: list[_PageData] = []
+        total = doc.page_count
         for page in doc:
+            if on_page is not None and page.number:
+                on_page(page.number, total)
             try:
                 pages.append(_read_page(doc, page, options))
             except Exception as exc:  # one broken page should not sink a long document
                 log.warning("%s: page %d could not be read: %s", path, page.number + 1, exc)
                 pages.append(_PageData(number=page.number + 1, width=page.rect.width, height=page.rect.height))
+        if on_page is not None:
+            on_page(total, total)
         metadata = {k: v for k, v in (doc.metadata or {}).items() if v}
         events = _toc_events(doc, pages)
     finally:
