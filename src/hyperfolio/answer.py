@@ -18,91 +18,13 @@ from typing import Protocol
 
 import numpy as np
 
+from hyperfolio.lexicon import QUESTION_WORDS, STOPWORDS
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.protocols import Embedder
 
 INSUFFICIENT = "The indexed documents do not contain enough evidence to answer this question."
 
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "so",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "we",
-        "our",
-        "can",
-        "could",
-        "should",
-        "may",
-        "might",
-        "much",
-        "many",
-        "about",
-        "according",
-        "report",
-        "document",
-        "page",
-        "show",
-        "shows",
-        "shown",
-        "give",
-        "given",
-        "tell",
-        "please",
-        "list",
-    ]
-)
+_STOP = STOPWORDS | QUESTION_WORDS
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*%?")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
 _QUANTITY = re.compile(

@@ -48,6 +48,14 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+def _query(method: Any, question: str, mode: str | None, k: int | None, doc: str | None) -> Any:
+    """Run `Collection.ask` or `.retrieve`, turning user mistakes into a clear error and exit code 1."""
+    try:
+        return method(question, mode=mode, k=k, doc=doc)
+    except (HyperfolioError, ValueError) as exc:
+        _fail(str(exc))
+
+
 class _BarProgress(AddProgress):
     def __init__(self, progress: Progress, task: Any) -> None:
         self.progress = progress
@@ -154,11 +162,7 @@ def ask(
     show_evidence: Annotated[bool, typer.Option("--evidence", help="Also print the evidence table.")] = False,
 ) -> None:
     """Answer a question with citations (document, page, region)."""
-    col = _open(collection)
-    try:
-        answer = col.ask(question, mode=mode, k=k, doc=doc)
-    except (HyperfolioError, ValueError) as exc:
-        _fail(str(exc))
+    answer = _query(_open(collection).ask, question, mode, k, doc)
     if as_json:
         print(json.dumps(answer_dict(answer), indent=2, ensure_ascii=False))
         return
@@ -177,11 +181,7 @@ def retrieve(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the ranked evidence for a question, without answering."""
-    col = _open(collection)
-    try:
-        evidence = col.retrieve(question, mode=mode, k=k, doc=doc)
-    except (HyperfolioError, ValueError) as exc:
-        _fail(str(exc))
+    evidence = _query(_open(collection).retrieve, question, mode, k, doc)
     if as_json:
         print(json.dumps(evidence_dict(evidence), indent=2, ensure_ascii=False))
     else:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -60,55 +62,67 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
-class MiniLMEmbedder:
+class _LazyEmbedder:
+    """Loads its model on first use (thread-safe), so opening a collection stays cheap."""
+
+    name = ""
+    dim = 0
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _build(self) -> Any:
+        raise NotImplementedError
+
+    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            if self._model is None:
+                _quiet_offline()
+                self._model = self._build()
+        return _normalise(self._encode(self._model, list(texts)))
+
+
+class MiniLMEmbedder(_LazyEmbedder):
     """Sentence-transformers all-MiniLM-L6-v2 on the CPU (384 dimensions)."""
 
     name = "minilm"
     dim = 384
 
     def __init__(self, batch_size: int = 64) -> None:
+        super().__init__()
         self.batch_size = batch_size
-        self._model = None
-        self._lock = threading.Lock()
 
-    def _load(self):
-        with self._lock:
-            if self._model is None:
-                _quiet_offline()
-                from sentence_transformers import SentenceTransformer
+    def _build(self) -> Any:
+        from sentence_transformers import SentenceTransformer
 
-                self._model = SentenceTransformer(str(minilm_path()), device="cpu")
-        return self._model
+        return SentenceTransformer(str(minilm_path()), device="cpu")
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        model = self._load()
-        out = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
-        return _normalise(out)
+    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
+        return model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
 
 
-class Model2VecEmbedder:
+class Model2VecEmbedder(_LazyEmbedder):
     """Static embeddings distilled locally from the packaged MiniLM (no download)."""
 
     name = "model2vec"
     dim = MODEL2VEC_DIMS
 
     def __init__(self, path: Path | None = None) -> None:
+        super().__init__()
         self.path = path or cache_dir() / f"model2vec-minilm-{MODEL2VEC_DIMS}"
-        self._model = None
-        self._lock = threading.Lock()
 
-    def _load(self):
-        with self._lock:
-            if self._model is None:
-                _quiet_offline()
-                from model2vec import StaticModel
+    def _build(self) -> Any:
+        from model2vec import StaticModel
 
-                if not (self.path / "model.safetensors").exists():
-                    self._distill()
-                self._model = StaticModel.from_pretrained(str(self.path))
-        return self._model
+        if not (self.path / "model.safetensors").exists():
+            self._distill()
+        return StaticModel.from_pretrained(str(self.path))
 
     def _distill(self) -> None:
         from model2vec.distill import distill
@@ -116,13 +130,13 @@ class Model2VecEmbedder:
         log.info("distilling a static model from all-MiniLM-L6-v2 into %s (one time)", self.path)
         model = distill(model_name=str(minilm_path()), pca_dims=MODEL2VEC_DIMS)
         tmp = self.path.with_name(self.path.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)  # leftovers of an interrupted distillation
         model.save_pretrained(str(tmp))
+        shutil.rmtree(self.path, ignore_errors=True)
         tmp.replace(self.path)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(self._load().encode(list(texts)))
+    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
+        return model.encode(texts)
 
 
 EMBEDDERS = {"minilm": MiniLMEmbedder, "model2vec": Model2VecEmbedder}

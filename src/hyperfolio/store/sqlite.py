@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from hyperfolio.errors import StoreError
+from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Document, DocumentInfo
 from hyperfolio.store.base import STAGE_PARSED
 
@@ -122,88 +123,12 @@ CREATE INDEX IF NOT EXISTS provenance_doc ON provenance(doc_id);
 CREATE INDEX IF NOT EXISTS provenance_chunk ON provenance(chunk_id);
 """
 
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "so",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "we",
-        "our",
-        "can",
-        "could",
-        "should",
-        "may",
-        "might",
-        "much",
-        "many",
-        "about",
-        "over",
-        "any",
-        "all",
-        "each",
-        "other",
-        "some",
-        "more",
-        "most",
-    ]
-)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fts_query(text: str) -> str:
     """Turn free text into a safe FTS5 OR-query of quoted terms (stop words dropped)."""
-    terms = [t for t in _WORD.findall(text.lower()) if t not in _STOPWORDS]
+    terms = [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
     if not terms:
         terms = _WORD.findall(text.lower())
     unique = list(dict.fromkeys(terms))
