@@ -1,0 +1,136 @@
+"""Ingestion throughput on the MMLongBench-Doc dev PDFs, into a fresh collection.
+
+Prints pages/s, total time, chunks by modality, failures with reasons and peak
+memory. Memory is reported three ways because OCR runs Tesseract in child
+processes: this process's peak RSS, the largest child's peak RSS (getrusage), and
+the peak of process-tree RSS sampled every 100 ms (psutil), which is what a machine
+actually has to hold at once.
+
+    python benchmarks/ingest.py [--embedder minilm|model2vec] [--out bench-out/ingest-minilm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import resource
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from hyperfolio.collection import AddProgress, AddResult, Collection
+from hyperfolio.config import Settings
+from hyperfolio.eval.datasets import DatasetMissing, data_root
+
+
+@dataclass
+class TreeSampler:
+    """Samples RSS of this process plus its children; keeps the peak."""
+
+    interval: float = 0.1
+    peak: int = 0
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            with contextlib.suppress(psutil.Error):
+                total = me.memory_info().rss
+                for child in me.children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        total += child.memory_info().rss
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class Printer(AddProgress):
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+
+    def file_finished(self, result: AddResult) -> None:
+        self.done += 1
+        status = result.status if result.ok else f"FAILED ({result.reason})"
+        print(
+            f"[{self.done:>2}/{self.total}] {Path(result.path).name[:48]:<48} {result.pages:>4} p "
+            f"{result.chunks:>5} ch {result.seconds:>6.1f} s  {status}",
+            flush=True,
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedder", default="minilm", choices=["minilm", "model2vec"])
+    parser.add_argument("--out", type=Path, default=None, help="collection dir (recreated)")
+    parser.add_argument("--data", type=Path, default=None, help="benchmark data root")
+    args = parser.parse_args()
+
+    folder = data_root(args.data) / "mmlongbench_dev" / "documents"
+    if not folder.exists():
+        print(f"skipped: {DatasetMissing.__name__}: no PDFs at {folder} (set HYPERFOLIO_DATA)")
+        return 0
+    files = sorted(folder.glob("*.pdf"))
+    target = args.out or Path("bench-out") / f"ingest-{args.embedder}"
+    if target.exists():
+        if not (target / "hyperfolio.db").exists() and any(target.iterdir()):
+            print(f"refusing to delete {target}: not a hyperfolio collection")
+            return 2
+        shutil.rmtree(target)
+
+    settings = Settings.load(None, embedder=args.embedder)
+    collection = Collection(target, settings=settings)
+    load_started = time.perf_counter()
+    collection.embedder.embed(["warm-up"])  # model load is reported apart from throughput
+    load_seconds = time.perf_counter() - load_started
+
+    print(f"indexing {len(files)} PDFs from {folder} into {target} (embedder {args.embedder})")
+    with TreeSampler() as sampler:
+        report = collection.add(files, progress=Printer(len(files)))
+    stats = collection.stats()
+    collection.close()
+
+    self_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    child_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    pages = report.pages
+    print()
+    print(f"documents      {len(files)} ({len(report.failed)} failed)")
+    print(f"pages          {pages}")
+    print(f"total time     {report.seconds:.1f} s (+ {load_seconds:.1f} s model load)")
+    print(f"throughput     {pages / report.seconds:.2f} pages/s")
+    print(f"chunks         {stats['chunks']}")
+    for modality, count in sorted(stats["chunks_by_modality"].items()):
+        print(f"  {modality:<12} {count}")
+    print(f"database       {stats['database_bytes'] / 2**20:.1f} MiB")
+    print(f"peak RSS       self {self_peak / 2**20:.0f} MiB, largest child {child_peak / 2**20:.0f} MiB, "
+          f"process tree (sampled) {sampler.peak / 2**20:.0f} MiB")
+    if report.failed:
+        print("failures:")
+        for result in report.failed:
+            print(f"  {Path(result.path).name}: {result.reason}")
+    else:
+        print("failures       none")
+    longest = sorted(report.results, key=lambda r: r.seconds, reverse=True)[:3]
+    print("longest files  " + ", ".join(f"{Path(r.path).name} {r.pages / max(r.seconds, 1e-9):.2f} p/s"
+                                        for r in longest))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

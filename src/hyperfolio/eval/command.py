@@ -1,0 +1,148 @@
+"""`hyperfolio eval`: benchmark retrieval strategies on the development sets.
+
+The CLI module registers `eval_command`; it lives here so the evaluation code keeps
+its own dependencies out of the everyday commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from hyperfolio.collection import AddResult
+from hyperfolio.config import Settings
+from hyperfolio.errors import HyperfolioError
+from hyperfolio.eval.datasets import DatasetMissing, dataset_label, load_dataset
+from hyperfolio.eval.report import markdown, write_report
+from hyperfolio.eval.runner import EvalProgress, EvalResult, run_eval
+from hyperfolio.retrieve import STRATEGIES
+
+console = Console()
+errors = Console(stderr=True)
+
+DEFAULT_DATASETS = ("mmlongbench", "qasper")
+
+
+class RichEvalProgress(EvalProgress):
+    """Two Rich bars: files indexed (with pages/s) and queries run."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.index_task: TaskID | None = None
+        self.query_task: TaskID | None = None
+        self.pages = 0
+
+    def indexing(self, total_files: int) -> None:
+        self.index_task = self.progress.add_task("indexing", total=total_files, current="")
+
+    def file_started(self, path: str) -> None:
+        if self.index_task is not None:
+            self.progress.update(self.index_task, current=Path(path).name)
+
+    def file_finished(self, result: AddResult) -> None:
+        if self.index_task is None:
+            return
+        self.progress.update(self.index_task, advance=1)
+        if result.status == "failed":
+            self.progress.console.print(f"[red]failed[/red] {Path(result.path).name}: {result.reason}")
+        elif result.status != "skipped":
+            self.progress.console.print(
+                f"[green]{result.status}[/green] {Path(result.path).name} "
+                f"({result.pages} pages, {result.chunks} chunks, {result.seconds:.1f}s)"
+            )
+
+    def querying(self, total_queries: int) -> None:
+        if self.index_task is not None:
+            self.progress.update(self.index_task, current="done")
+        self.query_task = self.progress.add_task("querying", total=total_queries, current="")
+
+    def query_finished(self, strategy: str) -> None:
+        if self.query_task is not None:
+            self.progress.update(self.query_task, advance=1, current=strategy)
+
+
+def evaluate(
+    spec: str,
+    strategies: list[str],
+    out: Path,
+    collection: Path | None,
+    limit: int | None,
+    embedder: str,
+    answers: bool,
+) -> EvalResult:
+    """Load, run and report one dataset; the reusable core of the command."""
+    label = dataset_label(spec)
+    dataset = load_dataset(spec, cache_dir=out / "cache")
+    directory = collection or out / "collections" / f"{label}-{embedder}"
+    columns: list[Any] = [
+        TextColumn("{task.description:<9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+    ]
+    with Progress(*columns, console=console, transient=False) as bar:
+        result = run_eval(
+            dataset,
+            strategies,
+            directory,
+            limit=limit,
+            embedder=embedder,
+            answers=answers,
+            progress=RichEvalProgress(bar),
+        )
+    md_path, json_path = write_report(result, out, label)
+    console.print(Markdown(markdown(result)))
+    console.print(f"wrote {md_path} and {json_path}")
+    return result
+
+
+def eval_command(
+    dataset: Annotated[
+        list[str] | None,
+        typer.Option("--dataset", help="mmlongbench, qasper or jsonl:PATH; repeatable (default: both)."),
+    ] = None,
+    strategies: Annotated[
+        str, typer.Option("--strategies", help="Comma-separated retrieval strategies.")
+    ] = "bm25,dense,hybrid",
+    collection: Annotated[
+        Path | None,
+        typer.Option("--collection", help="Index dir (default: <out>/collections/<dataset>-<embedder>)"),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory for reports and caches.")] = Path("eval-out"),
+    limit: Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N questions.")] = None,
+    embedder: Annotated[
+        str | None, typer.Option("--embedder", help="minilm or model2vec (default: settings).")
+    ] = None,
+    answers: Annotated[
+        bool, typer.Option("--answers", help="Also answer each question and score EM / F1 / inclusion.")
+    ] = False,
+) -> None:
+    """Measure evidence recall of each retrieval strategy on benchmark questions."""
+    chosen = [s.strip() for s in strategies.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in STRATEGIES]
+    if not chosen or unknown:
+        errors.print(f"[red]error:[/red] unknown strategy {', '.join(unknown) or '(none)'}; "
+                     f"choose from {', '.join(STRATEGIES)}")
+        raise typer.Exit(2)
+    specs = list(dataset or DEFAULT_DATASETS)
+    if collection is not None and len(specs) > 1:
+        errors.print("[red]error:[/red] --collection needs a single --dataset (each has its own index)")
+        raise typer.Exit(2)
+    embedder_name = embedder or Settings.load().embedder
+    failed = False
+    for spec in specs:
+        try:
+            evaluate(spec, chosen, out, collection, limit, embedder_name, answers)
+        except DatasetMissing as exc:
+            errors.print(f"[yellow]skipped {spec}:[/yellow] {exc}")
+        except (HyperfolioError, ValueError) as exc:
+            errors.print(f"[red]error in {spec}:[/red] {exc}")
+            failed = True
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,405 @@
+"""Benchmark loaders that turn each source format into one common question shape.
+
+Every loader returns an `EvalDataset`: the documents to index and the questions,
+each scoped to one document by file name (`doc_ref`). The runner then treats all
+datasets alike. Data lives outside the repository (`<repo>/../shared/data` or
+$HYPERFOLIO_DATA) and is never copied in; Qasper documents are rebuilt as Markdown
+in a cache folder that the caller chooses (the eval output, not the repository).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA_ENV = "HYPERFOLIO_DATA"
+NOT_ANSWERABLE = "not answerable"
+FLOAT_PREFIX = "FLOAT SELECTED:"
+
+# MMLongBench-Doc names evidence sources with a qualifier; the report groups by the short name.
+_SOURCE_NAMES = {
+    "pure-text": "Pure-text",
+    "table": "Table",
+    "chart": "Chart",
+    "figure": "Figure",
+    "generalized-text": "Layout",
+    "layout": "Layout",
+}
+
+
+class DatasetMissing(FileNotFoundError):
+    """The benchmark data is not on this machine; callers skip instead of failing."""
+
+
+@dataclass
+class EvalQuestion:
+    """One question with its gold evidence, whatever benchmark it came from."""
+
+    qid: str
+    doc_ref: str  # file name of the document the question is about
+    question: str
+    answers: list[str]  # acceptable answers (any one is right) for QA metrics
+    evidence_pages: list[int] = field(default_factory=list)  # 1-based
+    evidence_sources: list[str] = field(default_factory=list)  # Pure-text, Table, Chart, Figure, Layout
+    evidence_paragraphs: list[str] = field(default_factory=list)  # union over annotators
+    answerable: bool = True
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def recall_targets(self) -> tuple[list[str], bool]:
+        """Strings whose presence in retrieved text signals the answer, and whether all are needed.
+
+        Defaults to `answers` (any one); loaders override it where answers are not
+        spans (yes/no, free-form) or are lists whose every item matters.
+        """
+        targets = self.meta.get("recall_answers", self.answers)
+        return list(targets), bool(self.meta.get("recall_all", False))
+
+    @property
+    def evidence_groups(self) -> list[list[str]]:
+        """Gold paragraphs per annotator; recall takes the best annotator, as Qasper's evidence F1 does."""
+        groups = self.meta.get("evidence_groups")
+        if groups:
+            return [list(g) for g in groups]
+        return [list(self.evidence_paragraphs)] if self.evidence_paragraphs else []
+
+
+@dataclass
+class EvalDataset:
+    name: str
+    questions: list[EvalQuestion]
+    documents: list[Path]  # files to index; questions refer to them by file name
+    evidence: str = "pages"  # "pages" or "paragraphs": which gold the recall metric uses
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def data_root(explicit: str | Path | None = None) -> Path:
+    """Where the benchmark data lives: argument, then $HYPERFOLIO_DATA, then `<repo>/../shared/data`."""
+    if explicit is not None:
+        return Path(explicit).expanduser()
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser()
+    repo = Path(__file__).resolve().parents[3]  # src/hyperfolio/eval/datasets.py -> repo root
+    return repo.parent / "shared" / "data"
+
+
+def _require(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise DatasetMissing(
+            f"{what} not found at {path}; set ${DATA_ENV} to the folder holding the benchmark data"
+        )
+    return path
+
+
+def normalise_source(raw: str) -> str:
+    """'Generalized-text (Layout)' -> 'Layout', 'Pure-text (Plain-text)' -> 'Pure-text'."""
+    key = raw.strip().split("(")[0].strip().lower()
+    return _SOURCE_NAMES.get(key, raw.strip())
+
+
+def _parse_list_answer(answer: str) -> list[str] | None:
+    """MMLongBench stores list answers as Python literals: "['Circle', 'Rectangle']"."""
+    text = answer.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(value, (list, tuple)):
+        return None
+    return [str(v) for v in value if str(v).strip()]
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{number}: not valid JSON: {exc}") from exc
+    return rows
+
+
+def _bump(counter: dict[str, int], reason: str) -> None:
+    counter[reason] = counter.get(reason, 0) + 1
+
+
+# ---------------------------------------------------------------------------- MMLongBench-Doc
+def load_mmlongbench(root: str | Path | None = None) -> EvalDataset:
+    """MMLongBench-Doc: long PDFs, gold evidence pages and sources.
+
+    Unanswerable questions have no evidence to retrieve, and a few upstream questions
+    cite pages past the end of their PDF; both are skipped and counted.
+    """
+    folder = _require(data_root(root) / "mmlongbench_dev", "MMLongBench-Doc dev set")
+    rows = _read_jsonl(_require(folder / "qa.jsonl", "MMLongBench-Doc questions"))
+    doc_dir = folder / "documents"
+    questions: list[EvalQuestion] = []
+    skipped: dict[str, int] = {}
+    for row in rows:
+        answer = str(row.get("answer", "")).strip()
+        pages = [int(p) for p in row.get("evidence_pages_list") or []]
+        if answer.lower() == NOT_ANSWERABLE:
+            _bump(skipped, "not answerable")
+            continue
+        num_pages = int(row.get("doc_num_pages") or 0)
+        if num_pages and any(p > num_pages or p < 1 for p in pages):
+            _bump(skipped, "evidence page outside the document")
+            continue
+        if not pages:
+            _bump(skipped, "no evidence pages")
+            continue
+        meta: dict[str, Any] = {
+            "answer_format": row.get("answer_format", ""),
+            "doc_type": row.get("doc_type", ""),
+        }
+        items = _parse_list_answer(answer) if row.get("answer_format") == "List" else None
+        if items:
+            meta["recall_answers"] = items
+            meta["recall_all"] = True
+            answers = [", ".join(items)]
+        else:
+            answers = [answer]
+        sources = list(dict.fromkeys(normalise_source(s) for s in row.get("evidence_sources_list") or []))
+        questions.append(
+            EvalQuestion(
+                qid=str(row["qid"]),
+                doc_ref=str(row["doc_id"]),
+                question=str(row["question"]),
+                answers=answers,
+                evidence_pages=sorted(set(pages)),
+                evidence_sources=sources,
+                meta=meta,
+            )
+        )
+    wanted = sorted({q.doc_ref for q in questions})
+    missing = [name for name in wanted if not (doc_dir / name).exists()]
+    if missing:
+        raise DatasetMissing(f"MMLongBench-Doc documents missing from {doc_dir}: {', '.join(missing[:5])}")
+    return EvalDataset(
+        name="mmlongbench",
+        questions=questions,
+        documents=[doc_dir / name for name in wanted],
+        evidence="pages",
+        skipped=skipped,
+        meta={"root": str(folder)},
+    )
+
+
+# ---------------------------------------------------------------------------- Qasper
+def qasper_markdown(paper: dict[str, Any]) -> str:
+    """A paper as Markdown: title, abstract, one `##` section per section, captions last.
+
+    Paragraphs are written verbatim, one per block, so gold evidence paragraphs can be
+    matched against retrieved chunk text.
+    """
+    lines = [f"# {_one_line(paper.get('title') or 'Untitled')}", ""]
+    abstract = (paper.get("abstract") or "").strip()
+    if abstract:
+        lines += ["## Abstract", "", abstract, ""]
+    for section in paper.get("full_text") or []:
+        paragraphs = [p.strip() for p in section.get("paragraphs") or [] if p and p.strip()]
+        if not paragraphs:
+            continue
+        name = _one_line(section.get("section_name") or "Section")
+        lines += [f"## {name}", ""]
+        for paragraph in paragraphs:
+            lines += [paragraph, ""]
+    captions = [_one_line(f.get("caption") or "") for f in paper.get("figures_and_tables") or []]
+    captions = [c for c in captions if c]
+    if captions:
+        lines += ["## Figures and tables", ""]
+        for caption in captions:
+            lines += [caption, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _qasper_answer_strings(answer: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(acceptable answers, spans worth searching for in retrieved text)."""
+    spans = [s.strip() for s in answer.get("extractive_spans") or [] if s and s.strip()]
+    if spans:
+        return [", ".join(spans)], spans  # Qasper scores multi-span answers joined
+    if answer.get("yes_no") is not None:
+        return ["yes" if answer["yes_no"] else "no"], []
+    free = (answer.get("free_form_answer") or "").strip()
+    return ([free] if free else []), []
+
+
+def load_qasper(cache_dir: str | Path, root: str | Path | None = None) -> EvalDataset:
+    """Qasper: papers rebuilt as Markdown into `cache_dir`, gold = evidence paragraphs.
+
+    Each annotator's answer is kept when answerable and backed by evidence; a question
+    with no such answer is skipped. Evidence "FLOAT SELECTED: <caption>" points at a
+    figure or table and is matched against the caption paragraph.
+    """
+    folder = _require(data_root(root) / "qasper_dev", "Qasper dev set")
+    papers = json.loads(_require(folder / "papers.json", "Qasper papers").read_text(encoding="utf-8"))
+    rows = _read_jsonl(_require(folder / "qa.jsonl", "Qasper questions"))
+    out = Path(cache_dir).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    questions: list[EvalQuestion] = []
+    skipped: dict[str, int] = {}
+    used: set[str] = set()
+    for row in rows:
+        paper_id = str(row["paper_id"])
+        if paper_id not in papers:
+            _bump(skipped, "paper missing from papers.json")
+            continue
+        answers: list[str] = []
+        spans: list[str] = []
+        groups: list[list[str]] = []
+        sources: list[str] = []
+        kinds: list[str] = []
+        for answer in row.get("answers") or []:
+            if answer.get("unanswerable"):
+                continue
+            evidence = [e.strip() for e in answer.get("evidence") or [] if e and e.strip()]
+            if not evidence:
+                continue
+            group = []
+            for item in evidence:
+                if item.startswith(FLOAT_PREFIX):
+                    group.append(_one_line(item[len(FLOAT_PREFIX) :]))
+                    sources.append("Table/Figure")
+                else:
+                    group.append(item)
+                    sources.append("Pure-text")
+            groups.append(list(dict.fromkeys(group)))
+            accepted, searchable = _qasper_answer_strings(answer)
+            answers += accepted
+            spans += searchable
+            kinds.append(str(answer.get("type", "")))
+        if not groups:
+            any_answerable = any(not a.get("unanswerable") for a in row.get("answers") or [])
+            _bump(skipped, "no evidence" if any_answerable else "not answerable")
+            continue
+        used.add(paper_id)
+        union = list(dict.fromkeys(p for g in groups for p in g))
+        questions.append(
+            EvalQuestion(
+                qid=str(row.get("question_id") or f"{paper_id}-{len(questions)}"),
+                doc_ref=f"{paper_id}.md",
+                question=str(row["question"]),
+                answers=list(dict.fromkeys(a for a in answers if a)),
+                evidence_sources=list(dict.fromkeys(sources)),
+                evidence_paragraphs=union,
+                meta={
+                    "evidence_groups": groups,
+                    "recall_answers": list(dict.fromkeys(spans)),
+                    "answer_types": kinds,
+                    "paper_id": paper_id,
+                },
+            )
+        )
+    documents = []
+    for paper_id in sorted(used):
+        path = out / f"{paper_id}.md"
+        text = qasper_markdown(papers[paper_id])
+        # Rewrite only on change: identical bytes let the collection skip re-indexing.
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        documents.append(path)
+    return EvalDataset(
+        name="qasper",
+        questions=questions,
+        documents=documents,
+        evidence="paragraphs",
+        skipped=skipped,
+        meta={"root": str(folder), "cache": str(out)},
+    )
+
+
+# ---------------------------------------------------------------------------- generic JSONL
+def load_jsonl(path: str | Path, name: str | None = None) -> EvalDataset:
+    """Any set as JSONL: question, answer or answers, doc or doc_id, optional evidence_pages.
+
+    Documents are looked up beside the JSONL file, then in its `documents/` folder.
+    Optional fields: qid, evidence_sources, evidence_paragraphs.
+    """
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise DatasetMissing(f"JSONL dataset not found: {file}")
+    rows = _read_jsonl(file)
+    questions: list[EvalQuestion] = []
+    skipped: dict[str, int] = {}
+    documents: dict[str, Path] = {}
+    for number, row in enumerate(rows, start=1):
+        question = str(row.get("question") or "").strip()
+        doc = str(row.get("doc") or row.get("doc_id") or "").strip()
+        if not question or not doc:
+            raise ValueError(f"{file}:{number}: needs 'question' and 'doc' (or 'doc_id')")
+        raw = row.get("answers", row.get("answer", []))
+        answers = [str(a) for a in (raw if isinstance(raw, list) else [raw]) if str(a).strip()]
+        if any(a.strip().lower() == NOT_ANSWERABLE for a in answers):
+            _bump(skipped, "not answerable")
+            continue
+        if doc not in documents:
+            documents[doc] = _find_document(file.parent, doc)
+        questions.append(
+            EvalQuestion(
+                qid=str(row.get("qid") or row.get("id") or f"{file.stem}-{number}"),
+                doc_ref=Path(doc).name,
+                question=question,
+                answers=answers,
+                evidence_pages=[int(p) for p in row.get("evidence_pages") or []],
+                evidence_sources=[normalise_source(s) for s in row.get("evidence_sources") or []],
+                evidence_paragraphs=[str(p) for p in row.get("evidence_paragraphs") or []],
+            )
+        )
+    has_pages = any(q.evidence_pages for q in questions)
+    has_paragraphs = any(q.evidence_paragraphs for q in questions)
+    return EvalDataset(
+        name=name or file.stem,
+        questions=questions,
+        documents=list(documents.values()),
+        evidence="paragraphs" if has_paragraphs and not has_pages else "pages",
+        skipped=skipped,
+        meta={"root": str(file)},
+    )
+
+
+def _find_document(base: Path, doc: str) -> Path:
+    for candidate in (Path(doc).expanduser(), base / doc, base / "documents" / doc):
+        if candidate.is_file():
+            return candidate.resolve()
+    raise DatasetMissing(f"document {doc!r} not found beside {base} or in {base / 'documents'}")
+
+
+def load_dataset(spec: str, cache_dir: str | Path, root: str | Path | None = None) -> EvalDataset:
+    """'mmlongbench', 'qasper' or 'jsonl:PATH' -> dataset."""
+    if spec == "mmlongbench":
+        return load_mmlongbench(root)
+    if spec == "qasper":
+        return load_qasper(Path(cache_dir) / "qasper", root)
+    if spec.startswith("jsonl:"):
+        return load_jsonl(spec[len("jsonl:") :])
+    raise ValueError(f"unknown dataset {spec!r}; use mmlongbench, qasper or jsonl:PATH")
+
+
+def dataset_label(spec: str) -> str:
+    """A file-name-safe label for a dataset spec (used for output and collection names)."""
+    if spec.startswith("jsonl:"):
+        return Path(spec[len("jsonl:") :]).stem
+    return spec
+
+
+def iter_sources(questions: Iterable[EvalQuestion]) -> list[str]:
+    """Evidence sources in a stable, readable order."""
+    order = ["Pure-text", "Layout", "Table", "Chart", "Figure", "Table/Figure"]
+    found = {s for q in questions for s in q.evidence_sources}
+    return [s for s in order if s in found] + sorted(found - set(order))

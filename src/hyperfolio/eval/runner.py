@@ -1,0 +1,283 @@
+"""Run a dataset's questions through every retrieval strategy and score them.
+
+One run indexes the dataset's documents into a collection directory (reused across
+runs: unchanged files are skipped), then asks each question, scoped to its own
+document, of every strategy in turn, so strategies are compared on exactly the same
+questions and the same index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hyperfolio.collection import AddProgress, Collection
+from hyperfolio.config import Settings
+from hyperfolio.errors import HyperfolioError
+from hyperfolio.eval import metrics as m
+from hyperfolio.eval.datasets import EvalDataset, EvalQuestion, iter_sources
+from hyperfolio.model import EvidencePackage
+from hyperfolio.models.protocols import Embedder
+
+
+class EvalProgress(AddProgress):
+    """Callbacks for the two long phases; the command draws Rich progress bars from them."""
+
+    def indexing(self, total_files: int) -> None: ...
+
+    def querying(self, total_queries: int) -> None: ...
+
+    def query_finished(self, strategy: str) -> None: ...
+
+
+@dataclass
+class QueryRecord:
+    """One question answered by one strategy."""
+
+    qid: str
+    strategy: str
+    seconds: float
+    recall: dict[int, float | None]  # k -> page or paragraph recall
+    answer_recall: dict[int, float | None]  # k -> answer found in the top-k text
+    retrieved: list[tuple[int, str]]  # (page, chunk_id) in rank order
+    answer: str | None = None
+    answer_seconds: float | None = None
+    em: float | None = None
+    f1: float | None = None
+    inclusion: float | None = None
+
+
+@dataclass
+class Summary:
+    """Aggregates of one strategy over a set of questions."""
+
+    n: int = 0
+    recall: dict[int, float | None] = field(default_factory=dict)
+    answer_recall: dict[int, float | None] = field(default_factory=dict)
+    n_answer_recall: int = 0  # questions with an answer worth searching for
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    latency_mean_ms: float | None = None
+    em: float | None = None
+    f1: float | None = None
+    inclusion: float | None = None
+    n_qa: int = 0
+
+
+@dataclass
+class EvalResult:
+    dataset: str
+    evidence: str  # "pages" or "paragraphs"
+    strategies: list[str]
+    k_values: list[int]
+    embedder: str
+    collection: str
+    questions: list[EvalQuestion]
+    records: list[QueryRecord]
+    overall: dict[str, Summary]
+    by_source: dict[str, dict[str, Summary]]  # source -> strategy -> summary
+    index: dict[str, Any]
+    skipped: dict[str, int]
+    started_at: float
+    seconds: float
+    answers: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["questions"] = [asdict(q) for q in self.questions]
+        return out
+
+
+def summarise(records: Sequence[QueryRecord], k_values: Sequence[int]) -> Summary:
+    latencies = [r.seconds * 1000 for r in records]
+    answer_at_max = [r.answer_recall.get(max(k_values)) for r in records]
+    qa = [r for r in records if r.em is not None]
+    return Summary(
+        n=len(records),
+        recall={k: m.mean(r.recall.get(k) for r in records) for k in k_values},
+        answer_recall={k: m.mean(r.answer_recall.get(k) for r in records) for k in k_values},
+        n_answer_recall=sum(v is not None for v in answer_at_max),
+        latency_p50_ms=m.percentile(latencies, 50),
+        latency_p95_ms=m.percentile(latencies, 95),
+        latency_mean_ms=m.mean(latencies),
+        em=m.mean(r.em for r in qa),
+        f1=m.mean(r.f1 for r in qa),
+        inclusion=m.mean(r.inclusion for r in qa),
+        n_qa=len(qa),
+    )
+
+
+def score_package(
+    question: EvalQuestion,
+    evidence: EvidencePackage,
+    evidence_kind: str,
+    k_values: Sequence[int],
+    doc_id: str | None = None,
+) -> tuple[dict[int, float | None], dict[int, float | None]]:
+    """(recall@k, answer-recall@k) of one evidence package against one question's gold."""
+    targets, require_all = question.recall_targets
+    recall: dict[int, float | None] = {}
+    answer: dict[int, float | None] = {}
+    for k in k_values:
+        top = evidence.items[:k]
+        texts = [item.chunk.text for item in top]
+        if evidence_kind == "paragraphs":
+            recall[k] = m.paragraph_recall(texts, question.evidence_groups)
+        else:
+            recall[k] = m.page_recall(top, question.evidence_pages, k, doc_id)
+        answer[k] = m.answer_recall(texts, targets, require_all)
+    return recall, answer
+
+
+def index_documents(
+    collection: Collection, files: Sequence[Path], progress: EvalProgress
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Add the dataset's files; return file name -> doc_id and a summary of what happened."""
+    progress.indexing(len(files))
+    report = collection.add(list(files), progress=progress)
+    doc_ids: dict[str, str] = {}
+    failures: list[dict[str, str]] = []
+    for result in report.results:
+        if result.ok and result.doc_id:
+            doc_ids[Path(result.path).name] = result.doc_id
+        else:
+            failures.append({"path": result.path, "reason": result.reason})
+    counts: dict[str, int] = {}
+    for result in report.results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    new_pages = sum(r.pages for r in report.results if r.status in {"added", "resumed", "replaced"})
+    summary = {
+        "files": len(files),
+        "status": counts,
+        "failures": failures,
+        "seconds": report.seconds,
+        "new_pages": new_pages,
+        "pages_per_second": new_pages / report.seconds if new_pages and report.seconds else None,
+        "stats": collection.stats(),
+    }
+    return doc_ids, summary
+
+
+def _check_embedder(collection: Collection, wanted: str | None) -> None:
+    stored = collection.store.get_meta("embedder")
+    if wanted and stored and stored != wanted:
+        raise HyperfolioError(
+            f"collection {collection.path} was built with embedder {stored!r}, not {wanted!r}; "
+            "use another --collection directory"
+        )
+
+
+def run_eval(
+    dataset: EvalDataset,
+    strategies: Sequence[str],
+    collection_dir: str | Path,
+    k_values: Sequence[int] = (1, 5, 10),
+    limit: int | None = None,
+    embedder: str | Embedder | None = None,
+    answers: bool = False,
+    progress: EvalProgress | None = None,
+) -> EvalResult:
+    """Index `dataset`, run its questions through each strategy, and aggregate the metrics.
+
+    `limit` keeps the first N questions (and indexes only their documents), which
+    makes quick runs cheap while staying reproducible. `embedder` is a settings name
+    ("minilm", "model2vec") or an Embedder instance (tests use a tiny deterministic one).
+    """
+    progress = progress or EvalProgress()
+    started_at, started = time.time(), time.perf_counter()
+    k_values = sorted(set(int(k) for k in k_values))
+    depth = max(k_values)
+    questions = list(dataset.questions[:limit] if limit else dataset.questions)
+    wanted = {q.doc_ref for q in questions}
+    files = [p for p in dataset.documents if p.name in wanted]
+    skipped = dict(dataset.skipped)
+
+    directory = Path(collection_dir).expanduser()
+    name = embedder if isinstance(embedder, str) or embedder is None else embedder.name
+    instance = None if isinstance(embedder, str) or embedder is None else embedder
+    settings = Settings.load(directory / "settings.toml", embedder=name)
+    records: list[QueryRecord] = []
+    with Collection(directory, settings=settings, embedder=instance) as collection:
+        _check_embedder(collection, name)
+        doc_ids, index = index_documents(collection, files, progress)
+        runnable = [q for q in questions if q.doc_ref in doc_ids]
+        if len(runnable) < len(questions):
+            skipped["document failed to index"] = len(questions) - len(runnable)
+        questions = runnable
+        if any(s in ("dense", "hybrid") for s in strategies) or answers:
+            collection.embedder.embed(["warm-up"])  # model load must not count as query latency
+        progress.querying(len(questions) * len(strategies))
+        for question in questions:
+            for strategy in strategies:
+                records.append(
+                    _run_one(collection, question, strategy, doc_ids[question.doc_ref], dataset.evidence,
+                             k_values, depth, answers)
+                )
+                progress.query_finished(strategy)
+        embedder_name = collection.store.get_meta("embedder") or settings.embedder
+
+    overall = {s: summarise([r for r in records if r.strategy == s], k_values) for s in strategies}
+    by_qid = {q.qid: q for q in questions}
+    by_source: dict[str, dict[str, Summary]] = {}
+    for source in iter_sources(questions):
+        chosen = [r for r in records if source in by_qid[r.qid].evidence_sources]
+        by_source[source] = {
+            s: summarise([r for r in chosen if r.strategy == s], k_values) for s in strategies
+        }
+    return EvalResult(
+        dataset=dataset.name,
+        evidence=dataset.evidence,
+        strategies=list(strategies),
+        k_values=k_values,
+        embedder=embedder_name,
+        collection=str(directory),
+        questions=questions,
+        records=records,
+        overall=overall,
+        by_source=by_source,
+        index=index,
+        skipped=skipped,
+        started_at=started_at,
+        seconds=time.perf_counter() - started,
+        answers=answers,
+    )
+
+
+def _run_one(
+    collection: Collection,
+    question: EvalQuestion,
+    strategy: str,
+    doc_id: str,
+    evidence_kind: str,
+    k_values: Sequence[int],
+    depth: int,
+    answers: bool,
+) -> QueryRecord:
+    began = time.perf_counter()
+    evidence = collection.retrieve(question.question, mode=strategy, k=depth, doc=doc_id)
+    seconds = time.perf_counter() - began
+    recall, answer_recall = score_package(question, evidence, evidence_kind, k_values, doc_id)
+    record = QueryRecord(
+        qid=question.qid,
+        strategy=strategy,
+        seconds=seconds,
+        recall=recall,
+        answer_recall=answer_recall,
+        retrieved=[(item.chunk.page, item.chunk.chunk_id) for item in evidence.items],
+    )
+    if answers:
+        # Same evidence the retrieval metrics saw; equivalent to Collection.ask(q, mode, k, doc).
+        began = time.perf_counter()
+        reply = collection.answerer.answer(question.question, evidence)
+        record.answer_seconds = time.perf_counter() - began
+        record.answer = reply.text
+        record.em = m.best_over(m.exact_match, reply.text, question.answers)
+        record.f1 = m.best_over(m.token_f1, reply.text, question.answers)
+        record.inclusion = m.best_over(m.inclusion, reply.text, question.answers)
+    return record
+
+
+__all__ = ["EvalProgress", "EvalResult", "QueryRecord", "Summary", "run_eval", "summarise"]

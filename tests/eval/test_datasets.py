@@ -1,0 +1,162 @@
+"""Loaders on small fixtures written by the tests (never the shared benchmark data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hyperfolio.eval import datasets as ds
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def mmlb_row(qid: str, answer: str, pages: list[int], sources: list[str], fmt: str = "Str") -> dict:
+    return {
+        "qid": qid,
+        "doc_id": "a.pdf",
+        "question": f"question {qid}?",
+        "answer": answer,
+        "answer_format": fmt,
+        "evidence_pages_list": pages,
+        "evidence_sources_list": sources,
+        "doc_num_pages": 4,
+    }
+
+
+@pytest.fixture()
+def mmlb_root(tmp_path: Path) -> Path:
+    folder = tmp_path / "mmlongbench_dev"
+    (folder / "documents").mkdir(parents=True)
+    (folder / "documents" / "a.pdf").write_bytes(b"%PDF-1.4 stub")
+    write_jsonl(
+        folder / "qa.jsonl",
+        [
+            mmlb_row("q1", "42", [2], ["Pure-text (Plain-text)"], "Int"),
+            mmlb_row("q2", "Not answerable", [], [], "None"),
+            mmlb_row("q3", "x", [9], ["Table"]),  # page beyond doc_num_pages
+            mmlb_row("q4", "['Circle', 'Rectangle']", [1, 3], ["Generalized-text (Layout)", "Figure"], "List"),
+        ],
+    )
+    return tmp_path
+
+
+def test_mmlongbench_loader(mmlb_root: Path) -> None:
+    data = ds.load_mmlongbench(mmlb_root)
+    assert [q.qid for q in data.questions] == ["q1", "q4"]
+    assert data.skipped == {"not answerable": 1, "evidence page outside the document": 1}
+    assert [p.name for p in data.documents] == ["a.pdf"]
+    q1, q4 = data.questions
+    assert q1.evidence_pages == [2] and q1.evidence_sources == ["Pure-text"] and q1.answers == ["42"]
+    assert q4.evidence_sources == ["Layout", "Figure"]
+    assert q4.recall_targets == (["Circle", "Rectangle"], True)
+    assert q4.answers == ["Circle, Rectangle"]
+
+
+def test_data_root_env_and_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ds.DATA_ENV, str(tmp_path / "nowhere"))
+    assert ds.data_root() == tmp_path / "nowhere"
+    with pytest.raises(ds.DatasetMissing, match="HYPERFOLIO_DATA"):
+        ds.load_mmlongbench()
+
+
+PAPER = {
+    "title": "A Tiny Paper",
+    "abstract": "We study tiny things.",
+    "full_text": [
+        {"section_name": "Introduction", "paragraphs": ["Tiny things matter a lot.", ""]},
+        {"section_name": "Method ::: Data", "paragraphs": ["We collected 300 tiny samples from the lab."]},
+    ],
+    "figures_and_tables": [{"file": "t1.png", "caption": "Table 1: Sample counts"}],
+}
+
+
+def qasper_answer(evidence: list[str], spans: list[str] | None = None, yes_no=None, unanswerable=False) -> dict:
+    return {
+        "type": "extractive" if spans else "boolean",
+        "extractive_spans": spans or [],
+        "free_form_answer": "",
+        "yes_no": yes_no,
+        "unanswerable": unanswerable,
+        "evidence": evidence,
+        "highlighted_evidence": [],
+    }
+
+
+def test_qasper_loader_builds_markdown_and_gold(tmp_path: Path) -> None:
+    folder = tmp_path / "qasper_dev"
+    folder.mkdir()
+    (folder / "papers.json").write_text(json.dumps({"1234.5678": PAPER}), encoding="utf-8")
+    rows = [
+        {
+            "paper_id": "1234.5678",
+            "question_id": "qa",
+            "question": "How many samples?",
+            "answers": [
+                qasper_answer(["We collected 300 tiny samples from the lab."], spans=["300"]),
+                qasper_answer(["FLOAT SELECTED: Table 1: Sample counts"], spans=["300 tiny samples"]),
+            ],
+        },
+        {"paper_id": "1234.5678", "question_id": "qb", "question": "Why?",
+         "answers": [qasper_answer([], unanswerable=True)]},
+        {"paper_id": "1234.5678", "question_id": "qc", "question": "Is it tiny?",
+         "answers": [qasper_answer([], yes_no=True)]},
+        {"paper_id": "1234.5678", "question_id": "qd", "question": "Tiny?",
+         "answers": [qasper_answer(["Tiny things matter a lot."], yes_no=True)]},
+    ]
+    write_jsonl(folder / "qa.jsonl", rows)
+    cache = tmp_path / "cache"
+    data = ds.load_qasper(cache, tmp_path)
+    assert data.evidence == "paragraphs"
+    assert [q.qid for q in data.questions] == ["qa", "qd"]
+    assert data.skipped == {"not answerable": 1, "no evidence": 1}
+    qa, qd = data.questions
+    assert qa.doc_ref == "1234.5678.md"
+    assert qa.evidence_groups == [["We collected 300 tiny samples from the lab."], ["Table 1: Sample counts"]]
+    assert qa.evidence_sources == ["Pure-text", "Table/Figure"]
+    assert qa.recall_targets == (["300", "300 tiny samples"], False)
+    assert qd.answers == ["yes"] and qd.recall_targets == ([], False)
+    text = (cache / "1234.5678.md").read_text()
+    assert text.startswith("# A Tiny Paper\n")
+    assert "## Method ::: Data\n\nWe collected 300 tiny samples from the lab.\n" in text
+    assert text.rstrip().endswith("## Figures and tables\n\nTable 1: Sample counts")
+    mtime = (cache / "1234.5678.md").stat().st_mtime_ns
+    ds.load_qasper(cache, tmp_path)  # unchanged content is not rewritten
+    assert (cache / "1234.5678.md").stat().st_mtime_ns == mtime
+
+
+def test_jsonl_loader(tmp_path: Path) -> None:
+    (tmp_path / "documents").mkdir()
+    (tmp_path / "documents" / "x.md").write_text("# X\n\nHello.\n")
+    write_jsonl(
+        tmp_path / "set.jsonl",
+        [
+            {"question": "Hi?", "answer": "Hello", "doc": "x.md", "evidence_pages": [1]},
+            {"question": "Bye?", "answers": ["Not answerable"], "doc_id": "x.md"},
+        ],
+    )
+    data = ds.load_jsonl(tmp_path / "set.jsonl")
+    assert data.name == "set" and data.evidence == "pages"
+    assert len(data.questions) == 1 and data.questions[0].answers == ["Hello"]
+    assert data.documents == [(tmp_path / "documents" / "x.md").resolve()]
+    assert ds.load_dataset(f"jsonl:{tmp_path / 'set.jsonl'}", tmp_path).name == "set"
+
+
+def test_jsonl_loader_errors(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "bad.jsonl", [{"question": "no doc"}])
+    with pytest.raises(ValueError, match="doc"):
+        ds.load_jsonl(tmp_path / "bad.jsonl")
+    write_jsonl(tmp_path / "missing.jsonl", [{"question": "q", "doc": "absent.pdf"}])
+    with pytest.raises(ds.DatasetMissing):
+        ds.load_jsonl(tmp_path / "missing.jsonl")
+    with pytest.raises(ValueError, match="unknown dataset"):
+        ds.load_dataset("nope", tmp_path)
+
+
+def test_normalise_source() -> None:
+    assert ds.normalise_source("Generalized-text (Layout)") == "Layout"
+    assert ds.normalise_source("Pure-text (Plain-text)") == "Pure-text"
+    assert ds.normalise_source("Chart") == "Chart"

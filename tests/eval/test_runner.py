@@ -1,0 +1,107 @@
+"""End to end on two tiny Markdown documents whose recall values are known by construction."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperfolio.eval.datasets import EvalDataset, EvalQuestion
+
+
+def _markdown_parser_ready() -> bool:
+    try:
+        importlib.import_module("hyperfolio.parse.markdown")
+    except ImportError:
+        return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(
+    not _markdown_parser_ready(), reason="the Markdown parser (hyperfolio.parse.markdown) is not importable yet"
+)
+
+
+class HashEmbedder:
+    """Bag of hashed words: deterministic, instant, similar texts get similar vectors."""
+
+    name = "hash-test"
+    dim = 64
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+ZEBRA = "Zebras grazing on the savanna have black and white stripes that confuse biting flies."
+OTTER = "Sea otters hold hands while sleeping so that the current does not pull them apart."
+FALCON = "Peregrine falcons dive faster than any other animal, and their stripes are barely visible."
+GLACIER = "Alpine glaciers retreat each summer as meltwater carves channels through the ice."
+ZEBRA_B = "Zebras in this other report are painted on murals with black and white stripes."
+
+
+def write_docs(folder: Path) -> list[Path]:
+    # One paragraph per section: chunks never cross a section, so each paragraph is one chunk.
+    alpha = "# Animals\n\n## Zebras\n\n" + ZEBRA + "\n\n## Otters\n\n" + OTTER + "\n\n## Falcons\n\n" + FALCON + "\n"
+    beta = "# Places\n\n## Glaciers\n\n" + GLACIER + "\n\n## Murals\n\n" + ZEBRA_B + "\n"
+    (folder / "alpha.md").write_text(alpha, encoding="utf-8")
+    (folder / "beta.md").write_text(beta, encoding="utf-8")
+    return [folder / "alpha.md", folder / "beta.md"]
+
+
+def test_run_eval_known_recall(tmp_path: Path) -> None:
+    from hyperfolio.eval.report import markdown, write_report
+    from hyperfolio.eval.runner import run_eval
+
+    docs = write_docs(tmp_path)
+    questions = [
+        EvalQuestion("q1", "alpha.md", "Why do zebras have black and white stripes?", ["confuse biting flies"],
+                     evidence_paragraphs=[ZEBRA], evidence_sources=["Pure-text"]),
+        EvalQuestion("q2", "beta.md", "What happens to alpine glaciers in summer?", ["retreat"],
+                     evidence_paragraphs=[GLACIER], evidence_sources=["Pure-text"]),
+        # Both gold paragraphs share "stripes"; "zebras" ranks the zebra paragraph first.
+        EvalQuestion("q3", "alpha.md", "Which zebras stripes?", ["flies"],
+                     evidence_paragraphs=[ZEBRA, FALCON], evidence_sources=["Pure-text", "Figure"]),
+    ]
+    dataset = EvalDataset("tiny", questions, docs, evidence="paragraphs")
+    collection = tmp_path / "col"
+    collection.mkdir()
+    (collection / "settings.toml").write_text("[parse]\nchunk_tokens = 40\nchunk_overlap = 0\n")
+
+    result = run_eval(dataset, ["bm25", "hybrid"], collection, embedder=HashEmbedder(), answers=True)
+
+    assert result.index["status"] == {"added": 2}
+    bm25 = result.overall["bm25"]
+    assert bm25.n == 3
+    assert bm25.recall[1] == pytest.approx((1 + 1 + 0.5) / 3)
+    assert bm25.recall[5] == pytest.approx(1.0)
+    assert bm25.answer_recall[10] == pytest.approx(1.0)
+    assert result.overall["hybrid"].recall[10] == pytest.approx(1.0)
+    assert result.overall["hybrid"].n_qa == 3 and result.overall["hybrid"].f1 is not None
+    # Scoping: every retrieved chunk comes from the question's own document.
+    alpha_id = next(r for r in result.records if r.qid == "q1").retrieved[0][1].split(":")[0]
+    assert all(cid.startswith(alpha_id) for r in result.records if r.qid != "q2" for _, cid in r.retrieved)
+    assert result.by_source["Figure"]["bm25"].n == 1
+    assert result.by_source["Figure"]["bm25"].recall[1] == pytest.approx(0.5)
+    assert all(r.seconds > 0 for r in result.records)
+
+    md_path, json_path = write_report(result, tmp_path / "out")
+    text = markdown(result)
+    assert "| bm25 | 100.0 |" not in text and "| bm25 | 83.3 | 100.0 | 100.0 |" in text
+    assert json.loads(json_path.read_text())["overall"]["bm25"]["n"] == 3
+    assert md_path.read_text() == text
+
+    again = run_eval(dataset, ["bm25"], collection, embedder=HashEmbedder(), limit=1)
+    assert again.index["status"] == {"skipped": 1}  # the index is reused; only q1's document is needed
+    assert again.overall["bm25"].n == 1
