@@ -26,7 +26,13 @@ from hyperfolio.model import Chunk, Document, DocumentInfo
 from hyperfolio.store.base import STAGE_PARSED
 
 DB_NAME = "hyperfolio.db"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+
+# doc_id is indexed (one token) so that a scoped search intersects posting lists instead of
+# filtering every match; its BM25 weight is zero.
+FTS_SCHEMA = """CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    chunk_id UNINDEXED, doc_id, text, heading, tokenize = 'porter unicode61'
+)"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,9 +78,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     meta TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, page, ord);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    chunk_id UNINDEXED, doc_id UNINDEXED, text, heading, tokenize = 'porter unicode61'
-);
 CREATE TABLE IF NOT EXISTS vectors (
     space TEXT NOT NULL,
     item_id TEXT NOT NULL,
@@ -157,12 +160,34 @@ class SQLiteStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
+        version = self._existing_schema_version()
+        if version == "1":
+            self._migrate_from_1()
         self._db.executescript(SCHEMA)
-        if self.get_meta("schema_version") is None:
+        self._db.execute(FTS_SCHEMA)
+        if version != SCHEMA_VERSION:
             self.set_meta("schema_version", SCHEMA_VERSION)
         self._matrices: dict[str, _VectorMatrix] = {}
 
     # ------------------------------------------------------------------ plumbing
+    def _existing_schema_version(self) -> str | None:
+        has_meta = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        if not has_meta:
+            return None
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return row[0] if row else None
+
+    def _migrate_from_1(self) -> None:
+        """Version 1 kept doc_id unindexed in the FTS table; rebuild it from the chunks."""
+        self._db.execute("BEGIN IMMEDIATE")
+        self._db.execute("DROP TABLE IF EXISTS chunks_fts")
+        self._db.execute(FTS_SCHEMA)
+        self._db.execute(
+            "INSERT INTO chunks_fts(chunk_id, doc_id, text, heading) SELECT chunk_id, doc_id, text,"
+            " (SELECT group_concat(value, ' / ') FROM json_each(chunks.section_path)) FROM chunks"
+        )
+        self._db.execute("COMMIT")
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
@@ -320,13 +345,14 @@ class SQLiteStore:
         match = fts_query(query)
         if not match:
             return []
-        sql = "SELECT chunk_id, -bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
-        params: list[Any] = [match]
+        match = "{text heading}: (" + match + ")"
         if doc_ids:
-            sql += f" AND doc_id IN ({','.join('?' * len(doc_ids))})"
-            params.extend(doc_ids)
-        sql += " ORDER BY bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) LIMIT ?"
-        params.append(k)
+            match += " AND doc_id: (" + " OR ".join(f'"{d}"' for d in doc_ids) + ")"
+        sql = (
+            "SELECT chunk_id, -bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) AS score FROM chunks_fts"
+            " WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) LIMIT ?"
+        )
+        params: list[Any] = [match, k]
         try:
             return [(r[0], float(r[1])) for r in self._query(sql, params)]
         except sqlite3.OperationalError as exc:
