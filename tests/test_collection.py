@@ -138,3 +138,18 @@ def test_pdf_page_citation(tmp_path, embedder, pdf_writer):
     assert answer.citations[0].page == 2
     assert answer.citations[0].bbox is not None
     col.close()
+
+
+def test_async_twins(col):
+    import asyncio
+
+    async def run():
+        evidence, answer = await asyncio.gather(
+            col.aretrieve("sponge cake eggs", mode="bm25"), col.aask("Why does a sponge cake rise?")
+        )
+        return evidence, answer
+
+    evidence, answer = asyncio.run(run())
+    assert evidence.items[0].citation.title == "Bakery Handbook"
+    assert "whipped eggs" in answer.text
+    assert (asyncio.run(col.astats()))["documents"] == 2

@@ -6,6 +6,7 @@ the parsers, retrieval strategies and the answerer.
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import hashlib
 import logging
@@ -296,6 +297,27 @@ class Collection:
         out = self.store.stats()
         out["embedder"] = self.store.get_meta("embedder") or self.settings.embedder
         return out
+
+    # ------------------------------------------------------------------ async twins
+    # The work is CPU- and disk-bound; a thread keeps an event loop (e.g. the web service) responsive.
+    async def aadd(self, paths: Iterable[str | Path] | str | Path, progress: AddProgress | None = None) -> AddReport:
+        return await asyncio.to_thread(self.add, paths, progress)
+
+    async def aretrieve(
+        self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
+    ) -> EvidencePackage:
+        return await asyncio.to_thread(self.retrieve, question, mode, k, doc)
+
+    async def aask(
+        self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
+    ) -> Answer:
+        return await asyncio.to_thread(self.ask, question, mode, k, doc)
+
+    async def aremove(self, ref: str) -> DocumentInfo:
+        return await asyncio.to_thread(self.remove, ref)
+
+    async def astats(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.stats)
 
     def close(self) -> None:
         self.store.close()
