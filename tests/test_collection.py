@@ -153,3 +153,15 @@ def test_async_twins(col):
     assert evidence.items[0].citation.title == "Bakery Handbook"
     assert "whipped eggs" in answer.text
     assert (asyncio.run(col.astats()))["documents"] == 2
+
+
+def test_invalid_k_and_unfinished_documents_are_clear_errors(col):
+    from hyperfolio import HyperfolioError
+
+    with pytest.raises(HyperfolioError, match="k must be at least 1"):
+        col.retrieve("turbines", k=-1)
+    info = col.resolve("wind.md")
+    col.store.set_stage(info.doc_id, "parsed")  # as after a crash mid-ingest
+    with pytest.raises(HyperfolioError, match="not fully indexed"):
+        col.retrieve("turbines", doc="wind.md")
+    assert all(i.citation.title != "Wind Report" for i in col.retrieve("turbines Dogger Bank").items)

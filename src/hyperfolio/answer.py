@@ -80,11 +80,11 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
     chunk = item.chunk
     found: list[Passage] = []
     if chunk.modality == "table" and chunk.table:
-        header = chunk.table[: max(chunk.table_header_rows, 1)]
+        header = chunk.table[: chunk.table_header_rows]  # no header row: cells speak for themselves
         names = [c.strip() for c in header[-1]] if header else []
         if chunk.caption:
             found.append(Passage(chunk.caption, item, "caption"))
-        for row in chunk.table[max(chunk.table_header_rows, 1) :]:
+        for row in chunk.table[chunk.table_header_rows :]:
             cells = [c.strip() for c in row]
             if not any(cells):
                 continue
@@ -119,7 +119,9 @@ def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
     want_min = bool(_MIN_WORDS.search(question))
     if chunk.modality != "table" or not chunk.table or want_max == want_min:
         return None
-    header_rows = max(chunk.table_header_rows, 1)
+    header_rows = chunk.table_header_rows
+    if header_rows < 1:
+        return None  # without column names there is nothing to match the question against
     header = [c.strip() for c in chunk.table[header_rows - 1]]
     body = [row for row in chunk.table[header_rows:] if len(row) == len(header)]
     if len(body) < 2:

@@ -10,6 +10,8 @@ import asyncio
 import glob
 import hashlib
 import logging
+import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,13 +25,14 @@ from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
 from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
-from hyperfolio.retrieve import Query, RetrievalContext, make_strategy
+from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
 
-EMBED_BATCH_CHUNKS = 256  # chunks embedded and committed per transaction
+EMBED_BATCH_CHUNKS = 256
+RETRIEVAL_MODES: tuple[str, ...] = tuple(STRATEGIES)  # chunks embedded and committed per transaction
 
 
 @dataclass
@@ -119,17 +122,34 @@ class Collection:
         self.store = SQLiteStore(self.path)
         self._embedder = embedder
         self._answerer = answerer
+        # One writer at a time per collection object: add and remove check, then write.
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ models
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            stored = self.store.get_meta("embedder")
-            name = stored or self.settings.embedder
-            if stored and stored != self.settings.embedder:
-                log.warning("collection %s was embedded with %r; using it instead of %r", self.path, stored, name)
-            self._embedder = make_embedder(name, self.settings.embed_batch)
-        return self._embedder
+        with self._lock:
+            if self._embedder is None:
+                stored = self.store.get_meta("embedder")
+                if stored and stored != self.settings.embedder:
+                    log.warning(
+                        "collection %s was embedded with %r; using it instead of %r",
+                        self.path,
+                        stored,
+                        self.settings.embedder,
+                    )
+                self._embedder = make_embedder(stored or self.settings.embedder, self.settings.embed_batch)
+            return self._embedder
+
+    @property
+    def indexed_embedder(self) -> str | None:
+        """The embedder this collection's vectors were made with; None while nothing is embedded."""
+        return self.store.get_meta("embedder")
+
+    @property
+    def embedder_name(self) -> str:
+        """The embedder queries will use: the indexed one, else the configured one."""
+        return self.indexed_embedder or self.settings.embedder
 
     @property
     def answerer(self) -> Answerer:
@@ -147,6 +167,9 @@ class Collection:
 
     def resolve(self, ref: str) -> DocumentInfo:
         """Find a document by id, id prefix, file name, title or source path."""
+        direct = self.store.get_document(ref)
+        if direct is not None:
+            return direct
         docs = self.documents()
         exact = [d for d in docs if ref in (d.doc_id, d.source, d.title, Path(d.source).name)]
         if not exact:
@@ -167,7 +190,8 @@ class Collection:
         report = AddReport(results=list(problems))
         for path in files:
             progress.file_started(str(path))
-            result = self._add_one(path, progress)
+            with self._lock:
+                result = self._add_one(path, progress)
             report.results.append(result)
             progress.file_finished(result)
         report.seconds = time.perf_counter() - started
@@ -193,7 +217,11 @@ class Collection:
                 return result
             if existing is None:
                 doc = parse_file(path, self.settings.parse, on_page=progress.pages_parsed)
-                self._write(doc)
+                try:
+                    self._write(doc)
+                except sqlite3.IntegrityError:
+                    # Another process wrote the same content meanwhile: carry on from its state.
+                    result.status = "resumed"
                 info = self.store.get_document(doc.doc_id)
             else:
                 result.status = "resumed"
@@ -230,8 +258,15 @@ class Collection:
 
     def _index(self, info: DocumentInfo, progress: AddProgress) -> None:
         """Embed the chunks that have no vector yet, batch by batch; resumable at any point."""
+        stored_dim = self.store.get_meta("embed_dim")
+        if stored_dim is not None and int(stored_dim) != self.embedder.dim:
+            raise HyperfolioError(
+                f"embedder {self.embedder.name!r} makes {self.embedder.dim}-dimensional vectors but this "
+                f"collection holds {stored_dim}-dimensional ones from {self.store.get_meta('embedder')!r}"
+            )
         if self.store.get_meta("embedder") is None:
             self.store.set_meta("embedder", self.embedder.name)
+            self.store.set_meta("embed_dim", str(self.embedder.dim))
         if info.status in ("", STAGE_PARSED):
             missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
             for start in range(0, len(missing), EMBED_BATCH_CHUNKS):
@@ -253,8 +288,9 @@ class Collection:
 
     def remove(self, ref: str) -> DocumentInfo:
         """Delete a document (by id, name or path) and everything only it supported."""
-        info = self.resolve(ref)
-        self.store.remove_document(info.doc_id)
+        with self._lock:
+            info = self.resolve(ref)
+            self.store.remove_document(info.doc_id)
         image_dir = self.path / "images" / info.doc_id
         if image_dir.exists():
             for file in image_dir.iterdir():
@@ -264,14 +300,21 @@ class Collection:
 
     # ------------------------------------------------------------------ questions
     def _context(self) -> RetrievalContext:
-        titles = {d.doc_id: d.title for d in self.documents()}
+        titles = self.store.titles()
         return RetrievalContext(store=self.store, embedder=self.embedder, titles=titles, rrf_k=self.settings.rrf_k)
 
     def _scope(self, doc: str | Sequence[str] | None) -> list[str] | None:
         if doc is None:
             return None
         refs = [doc] if isinstance(doc, str) else list(doc)
-        return [self.resolve(r).doc_id for r in refs]
+        infos = [self.resolve(r) for r in refs]
+        for info in infos:
+            if info.status != STAGE_READY:
+                raise HyperfolioError(
+                    f"{info.title} ({info.doc_id}) is not fully indexed yet (stage {info.status!r}); "
+                    "run `add` on it again to finish"
+                )
+        return [info.doc_id for info in infos]
 
     def retrieve(
         self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
@@ -280,6 +323,8 @@ class Collection:
         if not question.strip():
             raise HyperfolioError("the question is empty")
         strategy = make_strategy(mode or self.settings.default_mode)
+        if k is not None and k < 1:
+            raise HyperfolioError(f"k must be at least 1, not {k}")
         query = Query(text=question, k=k or self.settings.top_k, doc_ids=self._scope(doc))
         started = time.perf_counter()
         evidence = strategy.retrieve(query, self._context())

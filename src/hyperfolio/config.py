@@ -57,7 +57,7 @@ class Settings:
         for f in fields(ParseOptions):
             env = os.environ.get(ENV_PREFIX + "PARSE_" + f.name.upper())
             if env is not None:
-                parse_values.setdefault(f.name, env)
+                parse_values[f.name] = env
         parse = _coerce(ParseOptions, parse_values)
         base = _coerce(cls, values)
         return replace(base, parse=parse)

@@ -61,3 +61,9 @@ def test_answerer_picks_the_row_that_answers(embedder):
 
 def test_terms_drop_stopwords_and_fold_plurals():
     assert terms("What are the turbines of the 2023 plants?") == ["turbine", "2023", "plant"]
+
+
+def test_headerless_table_rows_are_not_keyed_by_the_first_row():
+    chunk = Chunk(page=1, order=0, modality="table", text="...", table=[["North", "420"], ["South", "310"]])
+    texts = [p.text for p in passages(item(chunk, 1))]
+    assert texts == ["North | 420", "South | 310"]

@@ -35,6 +35,11 @@ def make_doc(doc_id: str, texts: list[str], source: str | None = None) -> Docume
     )
 
 
+def write_ready(store: SQLiteStore, doc: Document) -> None:
+    store.write_document(doc)
+    store.set_stage(doc.doc_id, STAGE_READY)
+
+
 @pytest.fixture
 def store(tmp_path):
     s = SQLiteStore(tmp_path / "col")
@@ -69,8 +74,8 @@ def test_same_document_twice_is_rejected_not_duplicated(store):
 
 
 def test_keyword_search_ranks_and_scopes(store):
-    store.write_document(make_doc("d1", ["wind turbines in Denmark", "solar panels in Spain"]))
-    store.write_document(make_doc("d2", ["wind farms offshore"]))
+    write_ready(store, make_doc("d1", ["wind turbines in Denmark", "solar panels in Spain"]))
+    write_ready(store, make_doc("d2", ["wind farms offshore"]))
     hits = store.keyword_search("Which wind turbines?", 10)
     assert hits[0][0] == "d1:1:0"
     assert {h[0] for h in hits} == {"d1:1:0", "d2:1:0"}
@@ -82,8 +87,8 @@ def test_keyword_search_ranks_and_scopes(store):
 
 
 def test_vector_search_scoped_and_persisted(store, tmp_path):
-    store.write_document(make_doc("d1", ["a", "b"]))
-    store.write_document(make_doc("d2", ["c"]))
+    write_ready(store, make_doc("d1", ["a", "b"]))
+    write_ready(store, make_doc("d2", ["c"]))
     vectors = np.eye(3, dtype=np.float32)
     store.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1"), ("d1:2:0", "d1"), ("d2:1:0", "d2")], vectors)
     hits = store.vector_search(CHUNK_SPACE, np.array([0, 1, 0.1], dtype=np.float32), 2)
@@ -97,8 +102,8 @@ def test_vector_search_scoped_and_persisted(store, tmp_path):
 
 
 def test_remove_deletes_only_what_the_document_alone_supported(store):
-    store.write_document(make_doc("d1", ["shared fact page"]))
-    store.write_document(make_doc("d2", ["other doc"]))
+    write_ready(store, make_doc("d1", ["shared fact page"]))
+    write_ready(store, make_doc("d2", ["other doc"]))
     store.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1"), ("d2:1:0", "d2")], np.eye(2, dtype=np.float32))
     with store.transaction() as db:
         db.executemany(
@@ -139,13 +144,48 @@ def test_remove_deletes_only_what_the_document_alone_supported(store):
 
 
 def test_vector_search_fast_path_at_scale(store):
-    """100k x 384 vectors: top-k stays exact (correctness at scale; speed is in benchmarks/)."""
+    """Exact top-k over many vectors, scoped and unscoped (speed at 100k is measured in benchmarks/)."""
     rng = np.random.default_rng(0)
     n, dim = 20_000, 64
     doc = make_doc("big", ["x"])
-    store.write_document(doc)
+    write_ready(store, doc)
     vectors = rng.standard_normal((n, dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     store.put_vectors("scale", [(f"i{i}", "big") for i in range(n)], vectors)
-    query = vectors[1234]
-    assert store.vector_search("scale", query, 3)[0][0] == "i1234"
+    query = rng.standard_normal(dim).astype(np.float32)
+    expected = np.argsort(-(vectors @ query))[:5]
+    assert [h[0] for h in store.vector_search("scale", query, 5)] == [f"i{i}" for i in expected]
+    write_ready(store, make_doc("small", ["y"]))
+    store.put_vectors("scale", [("s0", "small"), ("s1", "small")], vectors[:2] * -1)
+    scoped = store.vector_search("scale", query, 5, doc_ids=["small"])
+    assert {h[0] for h in scoped} == {"s0", "s1"}
+
+
+def test_documents_not_fully_indexed_are_not_searchable(store):
+    write_ready(store, make_doc("d1", ["lighthouse keeper logbook"]))
+    store.write_document(make_doc("d2", ["lighthouse lamp maintenance"]))  # stage "parsed": ingest unfinished
+    store.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1"), ("d2:1:0", "d2")], np.eye(2, dtype=np.float32))
+    assert [h[0] for h in store.keyword_search("lighthouse", 10)] == ["d1:1:0"]
+    assert [h[0] for h in store.vector_search(CHUNK_SPACE, np.array([1, 1], dtype=np.float32), 10)] == ["d1:1:0"]
+    store.set_stage("d2", STAGE_READY)
+    assert len(store.keyword_search("lighthouse", 10)) == 2
+    assert len(store.vector_search(CHUNK_SPACE, np.array([1, 1], dtype=np.float32), 10)) == 2
+
+
+def test_a_second_store_sees_vectors_written_by_another_connection(store, tmp_path):
+    write_ready(store, make_doc("d1", ["a"]))
+    store.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1")], np.array([[1, 0]], dtype=np.float32))
+    reader = SQLiteStore(tmp_path / "col")
+    assert len(reader.vector_search(CHUNK_SPACE, np.array([1, 0], dtype=np.float32), 5)) == 1  # cached now
+    write_ready(store, make_doc("d2", ["b"]))
+    store.put_vectors(CHUNK_SPACE, [("d2:1:0", "d2")], np.array([[0, 1]], dtype=np.float32))
+    hits = reader.vector_search(CHUNK_SPACE, np.array([0, 1], dtype=np.float32), 5)
+    assert hits[0][0] == "d2:1:0"
+    reader.close()
+
+
+def test_invalid_k_returns_nothing(store):
+    write_ready(store, make_doc("d1", ["alpha beta"]))
+    store.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1")], np.array([[1.0]], dtype=np.float32))
+    assert store.keyword_search("alpha", 0) == [] and store.keyword_search("alpha", -1) == []
+    assert store.vector_search(CHUNK_SPACE, np.array([1.0], dtype=np.float32), -1) == []

@@ -14,13 +14,13 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from hyperfolio.collection import RETRIEVAL_MODES as STRATEGIES
 from hyperfolio.collection import AddResult
 from hyperfolio.config import Settings
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval.datasets import DatasetMissing, dataset_label, load_dataset
 from hyperfolio.eval.report import markdown, write_report
 from hyperfolio.eval.runner import EvalProgress, EvalResult, run_eval
-from hyperfolio.retrieve import STRATEGIES
 
 console = Console()
 errors = Console(stderr=True)

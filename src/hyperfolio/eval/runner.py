@@ -162,7 +162,7 @@ def index_documents(
 
 
 def _check_embedder(collection: Collection, wanted: str | None) -> None:
-    stored = collection.store.get_meta("embedder")
+    stored = collection.indexed_embedder
     if wanted and stored and stored != wanted:
         raise HyperfolioError(
             f"collection {collection.path} was built with embedder {stored!r}, not {wanted!r}; "
@@ -217,7 +217,7 @@ def run_eval(
                              k_values, depth, answers)
                 )
                 progress.query_finished(strategy)
-        embedder_name = collection.store.get_meta("embedder") or settings.embedder
+        embedder_name = collection.embedder_name
 
     overall = {s: summarise([r for r in records if r.strategy == s], k_values) for s in strategies}
     by_qid = {q.qid: q for q in questions}
@@ -273,10 +273,12 @@ def _run_one(
         began = time.perf_counter()
         reply = collection.answerer.answer(question.question, evidence)
         record.answer_seconds = time.perf_counter() - began
+        # Score the answer itself, without citation markers; an abstention scores as an empty answer.
+        said = " ".join(reply.support) if reply.sufficient else ""
         record.answer = reply.text
-        record.em = m.best_over(m.exact_match, reply.text, question.answers)
-        record.f1 = m.best_over(m.token_f1, reply.text, question.answers)
-        record.inclusion = m.best_over(m.inclusion, reply.text, question.answers)
+        record.em = m.best_over(m.exact_match, said, question.answers)
+        record.f1 = m.best_over(m.token_f1, said, question.answers)
+        record.inclusion = m.best_over(m.inclusion, said, question.answers)
     return record
 
 

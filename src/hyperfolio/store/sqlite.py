@@ -23,7 +23,7 @@ import numpy as np
 from hyperfolio.errors import StoreError
 from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Document, DocumentInfo
-from hyperfolio.store.base import STAGE_PARSED
+from hyperfolio.store.base import STAGE_PARSED, STAGE_READY
 
 DB_NAME = "hyperfolio.db"
 SCHEMA_VERSION = "2"
@@ -168,6 +168,7 @@ class SQLiteStore:
         if version != SCHEMA_VERSION:
             self.set_meta("schema_version", SCHEMA_VERSION)
         self._matrices: dict[str, _VectorMatrix] = {}
+        self._data_version = -1
 
     # ------------------------------------------------------------------ plumbing
     def _existing_schema_version(self) -> str | None:
@@ -256,10 +257,14 @@ class SQLiteStore:
 
     def set_stage(self, doc_id: str, stage: str) -> None:
         with self.transaction() as db:
-            db.execute(
+            updated = db.execute(
                 "UPDATE doc_status SET stage = ?, updated_at = ? WHERE doc_id = ?",
                 (stage, time.time(), doc_id),
-            )
+            ).rowcount
+            if not updated:
+                raise StoreError(f"document {doc_id} is no longer in the collection")
+        with self._lock:
+            self._matrices.clear()
 
     _DOC_SELECT = (
         "SELECT d.doc_id, d.source, d.title, d.kind, d.content_hash, d.num_pages,"
@@ -269,6 +274,9 @@ class SQLiteStore:
 
     def list_documents(self) -> list[DocumentInfo]:
         return [DocumentInfo(*r) for r in self._query(self._DOC_SELECT + " ORDER BY d.added_at")]
+
+    def titles(self) -> dict[str, str]:
+        return dict(self._query("SELECT doc_id, title FROM documents"))
 
     def get_document(self, doc_id: str) -> DocumentInfo | None:
         rows = self._query(self._DOC_SELECT + " WHERE d.doc_id = ?", (doc_id,))
@@ -307,7 +315,8 @@ class SQLiteStore:
             db.execute(
                 "DELETE FROM vectors WHERE space = 'hyperedge' AND item_id NOT IN (SELECT edge_id FROM hyperedges)"
             )
-        self._matrices.clear()
+        with self._lock:
+            self._matrices.clear()
 
     # ------------------------------------------------------------------ chunks
     _CHUNK_SELECT = (
@@ -345,14 +354,18 @@ class SQLiteStore:
         match = fts_query(query)
         if not match:
             return []
+        if k < 1:
+            return []
         match = "{text heading}: (" + match + ")"
         if doc_ids:
             match += " AND doc_id: (" + " OR ".join(f'"{d}"' for d in doc_ids) + ")"
+        # Only fully indexed documents are searchable: a half-ingested or superseded one is not.
         sql = (
             "SELECT chunk_id, -bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) AS score FROM chunks_fts"
-            " WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) LIMIT ?"
+            " WHERE chunks_fts MATCH ? AND doc_id IN (SELECT doc_id FROM doc_status WHERE stage = ?)"
+            " ORDER BY bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) LIMIT ?"
         )
-        params: list[Any] = [match, k]
+        params: list[Any] = [match, STAGE_READY, k]
         try:
             return [(r[0], float(r[1])) for r in self._query(sql, params)]
         except sqlite3.OperationalError as exc:
@@ -368,7 +381,8 @@ class SQLiteStore:
                 "INSERT OR REPLACE INTO vectors(space, item_id, doc_id, vec) VALUES (?, ?, ?, ?)",
                 [(space, item_id, doc_id, data[i].tobytes()) for i, (item_id, doc_id) in enumerate(items)],
             )
-        self._matrices.pop(space, None)
+        with self._lock:
+            self._matrices.pop(space, None)
 
     def missing_vectors(self, space: str, doc_id: str) -> list[Chunk]:
         rows = self._query(
@@ -382,13 +396,27 @@ class SQLiteStore:
     def clear_vectors(self, space: str) -> None:
         with self.transaction() as db:
             db.execute("DELETE FROM vectors WHERE space = ?", (space,))
-        self._matrices.pop(space, None)
+        with self._lock:
+            self._matrices.pop(space, None)
 
     def _matrix(self, space: str) -> _VectorMatrix:
-        cached = self._matrices.get(space)
-        if cached is not None:
+        """The space's vectors in memory, rebuilt when any connection (another process too) changed the file."""
+        with self._lock:
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._data_version:
+                self._matrices.clear()
+                self._data_version = version
+            cached = self._matrices.get(space)
+            if cached is None:
+                cached = self._matrices[space] = self._load_matrix(space)
             return cached
-        rows = self._query("SELECT item_id, doc_id, vec FROM vectors WHERE space = ? ORDER BY rowid", (space,))
+
+    def _load_matrix(self, space: str) -> _VectorMatrix:
+        rows = self._db.execute(
+            "SELECT v.item_id, v.doc_id, v.vec FROM vectors v JOIN doc_status s ON s.doc_id = v.doc_id"
+            " WHERE v.space = ? AND s.stage = ? ORDER BY v.rowid",
+            (space, STAGE_READY),
+        ).fetchall()
         vm = _VectorMatrix()
         if rows:
             vm.ids = [r[0] for r in rows]
@@ -397,14 +425,13 @@ class SQLiteStore:
             for i, r in enumerate(rows):
                 by_doc.setdefault(r[1], []).append(i)
             vm.rows_by_doc = {d: np.asarray(ix, dtype=np.int64) for d, ix in by_doc.items()}
-        self._matrices[space] = vm
         return vm
 
     def vector_search(
         self, space: str, vector: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
         vm = self._matrix(space)
-        if not vm.ids:
+        if not vm.ids or k < 1:
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if doc_ids:
