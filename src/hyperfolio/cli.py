@@ -215,10 +215,13 @@ def list_documents(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: Json
         print(json.dumps([asdict(d) for d in docs], indent=2))
         return
     table = Table(title=f"{len(docs)} documents")
-    for name in ("id", "title", "kind", "pages", "chunks", "status", "source"):
-        table.add_column(name, overflow="fold")
+    table.add_column("id", no_wrap=True)
+    table.add_column("file", overflow="fold")
+    table.add_column("title", overflow="fold")
+    for name in ("pages", "chunks", "status"):
+        table.add_column(name, justify="right" if name != "status" else "left")
     for d in docs:
-        table.add_row(d.doc_id, d.title, d.kind, str(d.num_pages), str(d.num_chunks), d.status, d.source)
+        table.add_row(d.doc_id, Path(d.source).name, d.title, str(d.num_pages), str(d.num_chunks), d.status)
     console.print(table)
 
 

@@ -133,3 +133,88 @@ def test_html_unclosed_tags_in_skipped_region(tmp_path: Path) -> None:
     doc = parse_file(path)
     assert "Real content survives." in doc.chunks[0].text
     assert doc.title == "sloppy"
+
+
+# ---------------------------------------------------------------- review fixes
+
+
+def test_image_src_outside_the_document_folder_is_not_read(tmp_path: Path, png_chart: bytes) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (tmp_path / "secret.png").write_bytes(png_chart)  # an image, but outside the document's folder
+    (folder / "notes.txt").write_text("password=hunter2")
+    (folder / "inside.png").write_bytes(png_chart)
+    path = folder / "guide.md"
+    path.write_text(
+        "# Guide\n\nSome text.\n\n"
+        "![os release](/etc/os-release)\n\n"
+        "![parent secret](../secret.png)\n\n"
+        f"![absolute secret]({tmp_path / 'secret.png'})\n\n"
+        "![local notes](notes.txt)\n\n"
+        "![local figure](inside.png)\n"
+    )
+    images = {c.caption: c for c in parse_file(path).chunks if c.modality == "image"}
+    assert set(images) == {"os release", "parent secret", "absolute secret", "local notes", "local figure"}
+    for caption in ("os release", "parent secret", "absolute secret", "local notes"):
+        assert images[caption].image is None, caption
+        assert images[caption].text == caption
+    assert images["local figure"].image == png_chart
+
+
+def test_html_image_src_outside_the_document_folder_is_not_read(tmp_path: Path, png_chart: bytes) -> None:
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (tmp_path / "private.png").write_bytes(png_chart)
+    path = folder / "page.html"
+    path.write_text(
+        '<p>Intro text.</p><img src="../private.png" alt="private chart"><img src="/etc/hostname" alt="host">'
+    )
+    images = [c for c in parse_file(path).chunks if c.modality == "image"]
+    assert [i.caption for i in images] == ["private chart", "host"]
+    assert all(i.image is None for i in images)
+
+
+def test_html_nested_table_flattens_into_its_cell(tmp_path: Path) -> None:
+    path = tmp_path / "nested.html"
+    path.write_text(
+        "<table><tr><th>Name</th><th>Detail</th><th>Note</th></tr>"
+        "<tr><td>a</td><td><table><tr><td>x</td><td>y</td></tr><tr><td>z</td></tr></table></td><td>b</td></tr>"
+        "<tr><td>c</td><td>d</td><td>e</td></tr></table><p>After the table.</p>"
+    )
+    chunks = parse_file(path).chunks
+    tables = [c for c in chunks if c.modality == "table"]
+    assert len(tables) == 1
+    assert tables[0].table == [["Name", "Detail", "Note"], ["a", "x y; z", "b"], ["c", "d", "e"]]
+    assert tables[0].table_header_rows == 1
+    assert any(c.text == "After the table." for c in chunks)
+
+
+def test_html_single_row_with_nested_table_keeps_outer_cells(tmp_path: Path) -> None:
+    path = tmp_path / "layout.html"
+    path.write_text("<table><tr><td>a</td><td><table><tr><td>x</td><td>y</td></tr></table></td><td>b</td></tr></table>")
+    assert [c.text for c in parse_file(path).chunks] == ["a | x y | b"]
+
+
+def test_html_table_without_th_has_no_header_row(tmp_path: Path) -> None:
+    path = tmp_path / "plain.html"
+    path.write_text("<table><tr><td>East</td><td>40</td></tr><tr><td>West</td><td>60</td></tr></table>")
+    table = next(c for c in parse_file(path).chunks if c.modality == "table")
+    assert table.table == [["East", "40"], ["West", "60"]]
+    assert table.table_header_rows == 0
+
+
+def test_html_svg_title_is_not_the_document_title(tmp_path: Path) -> None:
+    path = tmp_path / "icons.html"
+    path.write_text(
+        "<html><head><title>Harbour Notes</title></head><body>"
+        "<svg><title>Download icon</title><path d='M0 0'/></svg>"
+        "<h1>Tides</h1><p>High water at noon.</p></body></html>"
+    )
+    doc = parse_file(path)
+    assert doc.title == "Harbour Notes"
+    assert "Download icon" not in " ".join(c.text for c in doc.chunks)
+    path = tmp_path / "untitled.html"
+    path.write_text(
+        "<html><body><svg><title>Menu icon</title></svg><h1>Tides</h1><p>High water at noon.</p></body></html>"
+    )
+    assert parse_file(path).title == "Tides"

@@ -37,13 +37,16 @@ class _Collector(HTMLParser):
         self.buffer: list[str] = []
         self.skip_tag: str | None = None  # counting only this tag keeps sloppy HTML from derailing the skip
         self.skip_depth = 0
+        self.inner_skip: list[str] = []  # skipped elements open inside the skipped one (an <svg> in <head>)
         self.pre_depth = 0
         self.heading: int | None = None
         self.heading_text: list[str] = []
         self.title_parts: list[str] = []
-        self.in_title = False
+        self.in_title = False  # inside the document's <title>
+        self.other_title = False  # inside any other <title> (an SVG's, one in the body): dropped
+        self.in_body = False
         self.first_heading: str | None = None
-        # tables: a stack so nested tables flatten into their outer cell
+        # the open outermost table (at most one); tables nested in it flatten into its current cell
         self.tables: list[dict[str, Any]] = []
         self.figure: dict[str, Any] | None = None
         self.in_figcaption = False
@@ -62,11 +65,21 @@ class _Collector(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: v or "" for k, v in attrs}
         if tag == "title":
-            self.in_title = True
+            if self._document_title_allowed():
+                self.in_title = True
+                self.title_parts = []
+            elif self.skip_tag is None:  # a skipped element's title is dropped with it
+                self.other_title = True
             return
+        if tag == "body":
+            self.in_body = True
+            if self.skip_tag == "head":  # an unclosed <head> ends where the body starts
+                self.skip_tag, self.skip_depth, self.inner_skip = None, 0, []
         if self.skip_tag is not None:
             if tag == self.skip_tag:
                 self.skip_depth += 1
+            elif tag in _SKIP:
+                self.inner_skip.append(tag)
             return
         if tag in _SKIP:
             self.skip_tag, self.skip_depth = tag, 1
@@ -98,7 +111,9 @@ class _Collector(HTMLParser):
             return
         if tag == "table":
             self._flush()
-            self.tables.append({"rows": [], "row": None, "cell": None, "header": 0, "thead": False, "caption": []})
+            self.tables.append(
+                {"rows": [], "row": None, "cell": None, "header": 0, "thead": False, "caption": [], "nested": []}
+            )
             return
         if tag == "pre":
             self._flush()
@@ -111,13 +126,18 @@ class _Collector(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "title":
-            self.in_title = False
+            self.in_title = self.other_title = False
             return
         if self.skip_tag is not None:
             if tag == self.skip_tag:
                 self.skip_depth -= 1
                 if self.skip_depth <= 0:
                     self.skip_tag = None
+                    self.inner_skip = []
+                    self.in_title = False  # an unclosed <title> ends with its <head>
+            elif tag in self.inner_skip:
+                while self.inner_skip.pop() != tag:
+                    pass  # elements left open inside it close with it
             return
         if tag == "math" and self.in_math:
             self._flush()
@@ -151,7 +171,7 @@ class _Collector(HTMLParser):
         if self.in_title:
             self.title_parts.append(data)
             return
-        if self.skip_tag is not None:
+        if self.skip_tag is not None or self.other_title:
             return
         if self.heading is not None:
             self.heading_text.append(data)
@@ -161,6 +181,18 @@ class _Collector(HTMLParser):
             self.figure["caption"].append(data)
         else:
             self.buffer.append(data)
+
+    def _document_title_allowed(self) -> bool:
+        """Only the first non-empty <title> of the head names the document.
+
+        A <title> inside an <svg> (or any other skipped element) is that element's tooltip,
+        and one in the body is not the document's either.
+        """
+        if "".join(self.title_parts).strip():
+            return False
+        if self.skip_tag == "head":
+            return not self.inner_skip
+        return self.skip_tag is None and not self.in_body and not self.blocks and not self.tables
 
     # -- figures
     def _image(self, attrs: dict[str, str]) -> None:
@@ -203,49 +235,85 @@ class _Collector(HTMLParser):
 
     def _table_start(self, tag: str) -> None:
         table = self.tables[-1]
-        if tag == "table":  # nested: its cells become text of the outer cell
+        nested: list[int] = table["nested"]
+        if nested:  # inside a nested table: its rows and cells become text of the outer cell
+            if tag == "table":
+                nested.append(0)
+            elif tag == "tr":
+                if nested[-1]:
+                    self._cell_text("; ")
+                nested[-1] += 1
+            elif tag in ("td", "th", "caption", "br", "p", "div", "li"):
+                self._cell_text(" ")
+            return
+        if tag == "table":
+            if table["cell"] is None:  # a table between cells still needs a cell to land in
+                self._open_cell(table, header=False)
             self._cell_text(" ")
+            nested.append(0)
         elif tag == "caption":
             table["in_caption"] = True
         elif tag == "thead":
             table["thead"] = True
         elif tag == "tr":
+            if table["row"] is not None:  # the previous <tr> was never closed
+                self._end_row(table)
             table["row"] = []
             table["row_th"] = True
         elif tag in ("td", "th"):
-            if table["row"] is None:
-                table["row"] = []
-                table["row_th"] = True
-            table["cell"] = []
-            if tag == "td":
-                table["row_th"] = False
+            self._open_cell(table, header=tag == "th")
         elif tag in ("br", "p", "div", "li") and table["cell"] is not None:
             table["cell"].append(" ")
 
+    def _open_cell(self, table: dict[str, Any], header: bool) -> None:
+        if table["cell"] is not None:  # the previous cell was never closed
+            self._end_cell(table)
+        if table["row"] is None:
+            table["row"] = []
+            table["row_th"] = True
+        table["cell"] = []
+        if not header:
+            table["row_th"] = False
+
+    def _end_cell(self, table: dict[str, Any]) -> None:
+        table["row"].append(" ".join("".join(table["cell"]).split()))
+        table["cell"] = None
+
+    def _end_row(self, table: dict[str, Any]) -> None:
+        if table["cell"] is not None:
+            self._end_cell(table)
+        row, table["row"] = table["row"], None
+        if row and any(row):
+            # a header row is made of <th> cells (or sits in <thead>), before any body row
+            if (table["thead"] or table["row_th"]) and len(table["rows"]) == table["header"]:
+                table["header"] += 1
+            table["rows"].append(row)
+
     def _table_end(self, tag: str) -> None:
         table = self.tables[-1]
+        nested: list[int] = table["nested"]
+        if nested:
+            if tag == "table":
+                nested.pop()
+                self._cell_text(" ")
+            elif tag == "caption":
+                self._cell_text(": ")
+            return
         if tag == "caption":
             table["in_caption"] = False
         elif tag == "thead":
             table["thead"] = False
         elif tag in ("td", "th") and table["cell"] is not None:
-            table["row"].append(" ".join("".join(table["cell"]).split()))
-            table["cell"] = None
+            self._end_cell(table)
         elif tag == "tr" and table["row"] is not None:
-            if table["cell"] is not None:
-                self._table_end("td")
-            if any(table["row"]):
-                if (table["thead"] or table["row_th"]) and len(table["rows"]) == table["header"]:
-                    table["header"] += 1
-                table["rows"].append(table["row"])
-            table["row"] = None
+            self._end_row(table)
         elif tag == "table":
             self.tables.pop()
             self._emit_table(table)
 
     def _emit_table(self, table: dict[str, Any]) -> None:
-        if table["row"]:
-            table["rows"].append(table["row"])
+        if table["row"] is not None:
+            self._end_row(table)
         rows: list[list[str]] = table["rows"]
         if not rows:
             return

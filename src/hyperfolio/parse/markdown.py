@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -25,9 +26,11 @@ _IMAGE_EXTS = {
     ".jpeg": "jpg",
     ".gif": "gif",
     ".webp": "webp",
-    ".svg": "svg",
     ".bmp": "bmp",
+    ".tif": "tiff",
+    ".tiff": "tiff",
 }
+_MAX_IMAGE_BYTES = 50_000_000
 _DISPLAY_MATH = re.compile(r"^\s*\$\$(.+?)\$\$\s*$", re.DOTALL)
 
 
@@ -45,16 +48,25 @@ def _inline_text(token: Token) -> str:
 
 
 def load_local_image(base: Path, src: str) -> tuple[bytes | None, str]:
-    """Bytes of an image referenced relative to the document, only if it is a local file."""
-    suffix = Path(src.split("?")[0]).suffix.lower()
-    ext = _IMAGE_EXTS.get(suffix, "png")
-    if not src or re.match(r"^[a-z][a-z0-9+.-]*:", src, re.IGNORECASE):
-        return None, ext  # URLs (http:, data:) are never fetched: parsing is offline
-    candidate = (base / src).resolve()
+    """Bytes of an image referenced by a document, or None when it must not or cannot be read.
+
+    Only local files with an image suffix that lie inside the document's own folder are
+    read: a reference such as `/etc/passwd` or `../../secret.png` would otherwise copy an
+    arbitrary file into the collection. URLs are never fetched (parsing is offline).
+    """
+    path_part = src.split("?")[0]
+    ext = _IMAGE_EXTS.get(Path(path_part).suffix.lower())
+    if ext is None or not path_part or re.match(r"^[a-z][a-z0-9+.-]*:", src, re.IGNORECASE):
+        return None, ext or "png"
     try:
-        if candidate.is_file() and candidate.stat().st_size < 50_000_000:
-            return candidate.read_bytes(), ext
-    except OSError:
+        root = base.resolve()
+        for name in dict.fromkeys((path_part, unquote(path_part))):  # Markdown percent-encodes spaces
+            candidate = (base / name).resolve()
+            if not candidate.is_relative_to(root) or candidate.suffix.lower() not in _IMAGE_EXTS:
+                continue  # outside the folder, or a symlink to something that is not an image
+            if candidate.is_file() and candidate.stat().st_size < _MAX_IMAGE_BYTES:
+                return candidate.read_bytes(), ext
+    except (OSError, ValueError):
         pass
     return None, ext
 
@@ -132,24 +144,16 @@ def markdown_blocks(source: str, base: Path, tracker: SectionTracker) -> tuple[l
 
 
 def _table(tokens: list[Token], start: int, path_now: list[str]) -> tuple[int, Block | None]:
-    """Collect a pipe table into rows of cells; rows in <thead> are the header."""
+    """Collect a pipe table into rows of cells; a pipe table always opens with its header row."""
     rows: list[list[str]] = []
-    header_rows = 0
-    in_head = False
     row: list[str] = []
     i = start + 1
     while i < len(tokens) and tokens[i].type != "table_close":
         tok = tokens[i]
-        if tok.type == "thead_open":
-            in_head = True
-        elif tok.type == "thead_close":
-            in_head = False
-        elif tok.type == "tr_open":
+        if tok.type == "tr_open":
             row = []
         elif tok.type == "tr_close":
             rows.append(row)
-            if in_head:
-                header_rows += 1
         elif tok.type == "inline":
             row.append(_inline_text(tok))
         i += 1
@@ -158,7 +162,7 @@ def _table(tokens: list[Token], start: int, path_now: list[str]) -> tuple[int, B
     width = max(len(r) for r in rows)
     rows = [r + [""] * (width - len(r)) for r in rows]
     text = "\n".join(" | ".join(r) for r in rows)
-    block = Block(modality="table", text=text, table=rows, table_header_rows=header_rows, section_path=path_now)
+    block = Block(modality="table", text=text, table=rows, table_header_rows=1, section_path=path_now)
     return i + 1, block
 
 

@@ -38,6 +38,7 @@ CAPTION_RE = re.compile(
 _MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX|CambriaMath|rsfs|esint", re.IGNORECASE)
 _MATH_CHARS = set("=+−-×÷±∓∑∏∫∮√∞∂∇≤≥≠≈≡∝∈∉⊂⊆⊃∪∩∀∃→←↔⇒⇔αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΦΨΩ^_()[]{}|/")
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
+_NUMBER = re.compile(r"[-+−–(]?\s*[$€£¥]?\s*\d[\d,.'’\s]*(?:%|‰|[kKmMbB]n?)?\)?\*?")
 _BAD_TITLES = {"untitled", "contents", "document", "slide 1", "powerpoint presentation", "title", "ug"}
 
 MAX_FIGURES_PER_PAGE = 8
@@ -61,6 +62,7 @@ class _Item:
     role: str = "text"  # text | heading | caption | formula | furniture
     level: int = 0
     block: Block | None = None  # prepared payload for tables and images
+    textless: bool = False  # a figure whose text is only a "[image on page N]" stand-in
 
 
 @dataclass
@@ -97,6 +99,11 @@ def open_pdf(path: Path, data: bytes) -> pymupdf.Document:
         doc.close()
         raise ParseError(name, "the PDF has zero pages")
     return doc
+
+
+def _ends_with_eof(data: bytes) -> bool:
+    """Whether the file ends with its %%EOF marker, as a complete PDF does (trailing whitespace aside)."""
+    return data[-4096:].rstrip(b"\x00\t\n\f\r ").endswith(b"%%EOF")
 
 
 def meaningful_title(title: str | None) -> str | None:
@@ -325,7 +332,49 @@ def _cell_texts(table: Any, words: list[tuple[Any, ...]]) -> list[list[str | Non
     return rows
 
 
-def _tables(page: pymupdf.Page, drawings: list[dict[str, Any]], options: ParseOptions) -> list[_Item]:
+def _is_number(cell: str) -> bool:
+    return bool(_NUMBER.fullmatch(cell.strip()))
+
+
+def _row_bold(bbox: BBox, spans: list[tuple[BBox, bool]]) -> bool | None:
+    """Whether all text in a table row is bold; None when the row holds no text."""
+    inside = [bold for box, bold in spans if _center_inside(box, bbox)]
+    return all(inside) if inside else None
+
+
+def _header_rows(table: Any, rows: list[list[str]], spans: list[tuple[BBox, bool]], external: bool) -> int:
+    """1 when the table's first row is a header, else 0.
+
+    A header is one PyMuPDF found above the grid (`external`), a row of labels over a
+    column of numbers, or a bold row over regular text.
+    """
+    if external:
+        return 1
+    if len(rows) < 2:
+        return 0
+    first, body = rows[0], rows[1:]
+    labels = [c for c in first if c]
+    if labels and not any(_is_number(c) for c in labels):
+        for j in range(len(first)):
+            column = [r[j] for r in body if r[j]]
+            if column and sum(_is_number(c) for c in column) >= 0.6 * len(column):
+                return 1
+    weights: list[bool] = []
+    for row in getattr(table, "rows", []):
+        bold = _row_bold(tuple(row.bbox), spans)
+        if bold is not None:
+            weights.append(bold)
+        if len(weights) == 2:
+            break
+    return 1 if len(weights) == 2 and weights[0] and not weights[1] else 0
+
+
+def _tables(
+    page: pymupdf.Page,
+    drawings: list[dict[str, Any]],
+    options: ParseOptions,
+    text_dict: dict[str, Any] | None = None,
+) -> list[_Item]:
     """Detected tables with cells; only on pages whose drawings could form a grid (find_tables is slow)."""
     if not options.tables:
         return []
@@ -339,6 +388,13 @@ def _tables(page: pymupdf.Page, drawings: list[dict[str, Any]], options: ParseOp
         return []
     items = []
     words = page.get_text("words", flags=_TEXT_FLAGS, sort=True) if found.tables else []
+    spans = [
+        (tuple(span["bbox"]), _is_bold(span))
+        for block in (text_dict or {}).get("blocks", [])
+        for line in block.get("lines", [])
+        for span in line.get("spans", [])
+        if span["text"].strip()
+    ]
     for table in found.tables:
         try:
             rows = _clean_table(_cell_texts(table, words))
@@ -352,7 +408,7 @@ def _tables(page: pymupdf.Page, drawings: list[dict[str, Any]], options: ParseOp
             continue  # sparse or one-line "grids" come from maps and decorations
         if sum(len(c) for c in filled) / len(filled) > 150:
             continue  # boxes around prose, not a grid of values
-        header_rows = 1
+        external = False
         header = getattr(table, "header", None)
         if header is not None and getattr(header, "external", False):
             names = [" ".join((n or "").split()) for n in header.names]
@@ -360,6 +416,8 @@ def _tables(page: pymupdf.Page, drawings: list[dict[str, Any]], options: ParseOp
             plausible = len(filled_names) * 2 >= len(names) and not any(CAPTION_RE.match(n) for n in filled_names)
             if plausible and len(names) == len(rows[0]):
                 rows = [names, *rows]
+                external = True
+        header_rows = _header_rows(table, rows, spans, external)
         bbox = tuple(table.bbox)
         items.append(
             _Item(
@@ -502,7 +560,7 @@ def _read_page(doc: pymupdf.Document, page: pymupdf.Page, options: ParseOptions)
         segments = kept
 
     drawings = page.get_drawings()
-    tables = _tables(page, drawings, options)
+    tables = _tables(page, drawings, options, text_dict)
     images = _raster_images(page, options)
     text_chars = sum(len(s.text) for s in segments)
     page_area = page.rect.get_area() or 1.0
@@ -598,6 +656,7 @@ def _fill_figure(page: pymupdf.Page, fig: _Item, data: _PageData, options: Parse
         parts.append(block.ocr_text)
     kind = "chart or diagram" if block.meta.get("source") == "vector" else "image"
     block.text = "\n".join(parts) if parts else f"[{kind} on page {data.number}]"
+    fig.textless = not parts
 
 
 # ---------------------------------------------------------------- pass 2: document
@@ -774,6 +833,7 @@ def parse_pdf(
             on_page(total, total)
         metadata = {k: v for k, v in (doc.metadata or {}).items() if v}
         events = _toc_events(doc, pages)
+        damaged = doc.is_repaired or not _ends_with_eof(data)  # MuPDF may repair lazily, on first use
     finally:
         doc.close()
 
@@ -791,6 +851,7 @@ def parse_pdf(
         warnings.extend(page.warnings)
         page_events = sorted((events or {}).get(page.number, []), key=lambda e: e[0])
         blocks: list[Block] = []
+        has_text = False  # judged on the items: a page of "[1] Smith ..." references is text too
         for index, item in enumerate(page.items):
             while page_events and page_events[0][0] <= index:
                 _, level, heading = page_events.pop(0)
@@ -800,6 +861,7 @@ def parse_pdf(
             if events is None and item.role == "heading":
                 tracker.enter(item.level, item.text)
             path_now = tracker.path
+            has_text = has_text or (bool(item.text.strip()) if item.kind == "text" else not item.textless)
             if item.kind == "text":
                 modality = "formula" if item.math else "text"
                 blocks.append(Block(modality=modality, text=item.text, bbox=item.bbox, section_path=path_now))
@@ -811,7 +873,6 @@ def parse_pdf(
         for _, level, heading in page_events:
             tracker.enter(level, heading)
         chunks = blocks_to_chunks(page.number, blocks, options)
-        has_text = any(c.text.strip() and not c.text.startswith("[") for c in chunks)
         if not has_text:
             what = "image-only page" if page.image_count else "page"
             figures = (
@@ -834,6 +895,8 @@ def parse_pdf(
                 vision_dominant=page.vision_dominant,
             )
         )
+    if damaged and not any((c.text.strip() and not c.placeholder) or c.image for p in out for c in p.chunks):
+        raise ParseError(str(path), "not a valid PDF: the file is truncated or damaged; no content could be recovered")
     meta: dict[str, Any] = {"pdf_metadata": metadata, "body_font_size": body, "outline": events is not None}
     if warnings:
         meta["warnings"] = warnings
