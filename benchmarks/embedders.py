@@ -42,8 +42,7 @@ def load_texts(collection: Path | None, n: int, seed: int) -> tuple[list[str], s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--collection", type=Path,
-                        default=Path("eval-out/minilm/collections/mmlongbench-minilm"))
+    parser.add_argument("--collection", type=Path, default=Path("eval-out/minilm/collections/mmlongbench-minilm"))
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
@@ -65,8 +64,10 @@ def main() -> int:
         assert vectors.shape == (len(texts), embedder.dim)
         print(f"| {name} | {embedder.dim} | {load:.1f} | {len(texts) / total:.0f} | {total:.1f} |", flush=True)
     print()
-    print("Recall for each embedder: eval-out/minilm/*.md and eval-out/model2vec/*.md "
-          "(see benchmarks/README.md for the eval commands).")
+    print(
+        "Recall for each embedder: eval-out/minilm/*.md and eval-out/model2vec/*.md "
+        "(see benchmarks/README.md for the eval commands)."
+    )
     return 0
 
 

@@ -118,8 +118,10 @@ def main() -> int:
     for modality, count in sorted(stats["chunks_by_modality"].items()):
         print(f"  {modality:<12} {count}")
     print(f"database       {stats['database_bytes'] / 2**20:.1f} MiB")
-    print(f"peak RSS       self {self_peak / 2**20:.0f} MiB, largest child {child_peak / 2**20:.0f} MiB, "
-          f"process tree (sampled) {sampler.peak / 2**20:.0f} MiB")
+    print(
+        f"peak RSS       self {self_peak / 2**20:.0f} MiB, largest child {child_peak / 2**20:.0f} MiB, "
+        f"process tree (sampled) {sampler.peak / 2**20:.0f} MiB"
+    )
     if report.failed:
         print("failures:")
         for result in report.failed:
@@ -127,8 +129,9 @@ def main() -> int:
     else:
         print("failures       none")
     longest = sorted(report.results, key=lambda r: r.seconds, reverse=True)[:3]
-    print("longest files  " + ", ".join(f"{Path(r.path).name} {r.pages / max(r.seconds, 1e-9):.2f} p/s"
-                                        for r in longest))
+    print(
+        "longest files  " + ", ".join(f"{Path(r.path).name} {r.pages / max(r.seconds, 1e-9):.2f} p/s" for r in longest)
+    )
     return 0
 
 

@@ -76,8 +76,13 @@ def build_synthetic(target: Path, chunks: int, dim: int, embedder: str, dev: Pat
         n = min(per_doc, chunks - d)
         lengths = nprng.integers(60, 180, size=n)
         picks = np.searchsorted(cumulative, nprng.random(int(lengths.sum())))
-        doc = Document(doc_id=doc_id, source=f"/synthetic/{doc_id}.pdf", title=f"Synthetic report {doc_id}",
-                       kind="pdf", content_hash=f"synthetic-{seed}-{doc_id}")
+        doc = Document(
+            doc_id=doc_id,
+            source=f"/synthetic/{doc_id}.pdf",
+            title=f"Synthetic report {doc_id}",
+            kind="pdf",
+            content_hash=f"synthetic-{seed}-{doc_id}",
+        )
         offset = 0
         for i in range(n):
             page_no = i // CHUNKS_PER_PAGE + 1
@@ -88,8 +93,15 @@ def build_synthetic(target: Path, chunks: int, dim: int, embedder: str, dev: Pat
             sentences = [" ".join(tokens[s : s + 15]).capitalize() + "." for s in range(0, len(tokens), 15)]
             order = i % CHUNKS_PER_PAGE
             doc.pages[-1].chunks.append(
-                Chunk(page=page_no, order=order, modality="text", text=" ".join(sentences),
-                      section_path=[f"Section {page_no}"], doc_id=doc_id, chunk_id=f"{doc_id}:{page_no}:{order}")
+                Chunk(
+                    page=page_no,
+                    order=order,
+                    modality="text",
+                    text=" ".join(sentences),
+                    section_path=[f"Section {page_no}"],
+                    doc_id=doc_id,
+                    chunk_id=f"{doc_id}:{page_no}:{order}",
+                )
             )
         store.write_document(doc)
         vectors = nprng.standard_normal((n, dim)).astype(np.float32)
@@ -130,8 +142,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dev", type=Path, help="dev collection built by `hyperfolio eval` (mmlongbench)")
     parser.add_argument("--chunks", type=int, default=100_000, help="size of the synthetic collection")
-    parser.add_argument("--embedder", default="minilm", choices=["minilm", "model2vec"],
-                        help="query embedder for the synthetic collection")
+    parser.add_argument(
+        "--embedder",
+        default="minilm",
+        choices=["minilm", "model2vec"],
+        help="query embedder for the synthetic collection",
+    )
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--cache", type=Path, default=Path("bench-out"))
     parser.add_argument("--seed", type=int, default=7)
@@ -171,12 +187,15 @@ def main() -> int:
     settings = Settings.load(None, embedder=args.embedder)
     with Collection(target, settings=settings) as syn:
         docs = [d.doc_id for d in syn.documents()]
-        texts = [q for q, _ in questions] or [" ".join(rng.sample(vocabulary(None, rng)[0], 8))
-                                              for _ in range(args.queries)]
+        texts = [q for q, _ in questions] or [
+            " ".join(rng.sample(vocabulary(None, rng)[0], 8)) for _ in range(args.queries)
+        ]
         began = time.perf_counter()
         syn.retrieve("warm-up query", mode="dense", k=10)  # loads the vector matrix into memory
-        print(f"synthetic: {len(docs)} documents; query model + vector matrix load {time.perf_counter() - began:.1f} s",
-              flush=True)
+        print(
+            f"synthetic: {len(docs)} documents; query model + vector matrix load {time.perf_counter() - began:.1f} s",
+            flush=True,
+        )
         label = f"synthetic ({args.chunks} chunks)"
         rows.append((label, "scoped", measure(syn, [(q, rng.choice(docs)) for q in texts])))
         rows.append((label, "unscoped", measure(syn, [(q, None) for q in texts])))

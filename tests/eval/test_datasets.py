@@ -100,12 +100,24 @@ def test_qasper_loader_builds_markdown_and_gold(tmp_path: Path) -> None:
                 qasper_answer(["FLOAT SELECTED: Table 1: Sample counts"], spans=["300 tiny samples"]),
             ],
         },
-        {"paper_id": "1234.5678", "question_id": "qb", "question": "Why?",
-         "answers": [qasper_answer([], unanswerable=True)]},
-        {"paper_id": "1234.5678", "question_id": "qc", "question": "Is it tiny?",
-         "answers": [qasper_answer([], yes_no=True)]},
-        {"paper_id": "1234.5678", "question_id": "qd", "question": "Tiny?",
-         "answers": [qasper_answer(["Tiny things matter a lot."], yes_no=True)]},
+        {
+            "paper_id": "1234.5678",
+            "question_id": "qb",
+            "question": "Why?",
+            "answers": [qasper_answer([], unanswerable=True)],
+        },
+        {
+            "paper_id": "1234.5678",
+            "question_id": "qc",
+            "question": "Is it tiny?",
+            "answers": [qasper_answer([], yes_no=True)],
+        },
+        {
+            "paper_id": "1234.5678",
+            "question_id": "qd",
+            "question": "Tiny?",
+            "answers": [qasper_answer(["Tiny things matter a lot."], yes_no=True)],
+        },
     ]
     write_jsonl(folder / "qa.jsonl", rows)
     cache = tmp_path / "cache"

@@ -66,13 +66,31 @@ def test_run_eval_known_recall(tmp_path: Path) -> None:
 
     docs = write_docs(tmp_path)
     questions = [
-        EvalQuestion("q1", "alpha.md", "Why do zebras have black and white stripes?", ["confuse biting flies"],
-                     evidence_paragraphs=[ZEBRA], evidence_sources=["Pure-text"]),
-        EvalQuestion("q2", "beta.md", "What happens to alpine glaciers in summer?", ["retreat"],
-                     evidence_paragraphs=[GLACIER], evidence_sources=["Pure-text"]),
+        EvalQuestion(
+            "q1",
+            "alpha.md",
+            "Why do zebras have black and white stripes?",
+            ["confuse biting flies"],
+            evidence_paragraphs=[ZEBRA],
+            evidence_sources=["Pure-text"],
+        ),
+        EvalQuestion(
+            "q2",
+            "beta.md",
+            "What happens to alpine glaciers in summer?",
+            ["retreat"],
+            evidence_paragraphs=[GLACIER],
+            evidence_sources=["Pure-text"],
+        ),
         # Both gold paragraphs share "stripes"; "zebras" ranks the zebra paragraph first.
-        EvalQuestion("q3", "alpha.md", "Which zebras stripes?", ["flies"],
-                     evidence_paragraphs=[ZEBRA, FALCON], evidence_sources=["Pure-text", "Figure"]),
+        EvalQuestion(
+            "q3",
+            "alpha.md",
+            "Which zebras stripes?",
+            ["flies"],
+            evidence_paragraphs=[ZEBRA, FALCON],
+            evidence_sources=["Pure-text", "Figure"],
+        ),
     ]
     dataset = EvalDataset("tiny", questions, docs, evidence="paragraphs")
     collection = tmp_path / "col"

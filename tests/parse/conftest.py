@@ -61,17 +61,7 @@ def build_report(path: Path) -> Path:
     page.insert_textbox(pymupdf.Rect(72, 90, 540, 160), LOREM, fontsize=10, fontname="helv")
     page.insert_text((72, 185), "Table 1: Throughput by terminal", fontsize=10, fontname="helv")
     rows = [("Terminal", "Containers", "Ships"), ("North Quay", "48,200", "311"), ("South Quay", "36,900", "254")]
-    shape = page.new_shape()
-    top, row_h, xs = 195.0, 22.0, [72.0, 232.0, 352.0, 452.0]
-    for i in range(len(rows) + 1):
-        shape.draw_line((xs[0], top + i * row_h), (xs[-1], top + i * row_h))
-    for x in xs:
-        shape.draw_line((x, top), (x, top + row_h * len(rows)))
-    shape.finish(color=(0, 0, 0), width=0.8)
-    shape.commit()
-    for r, row in enumerate(rows):
-        for c, cell in enumerate(row):
-            page.insert_text((xs[c] + 5, top + r * row_h + 15), cell, fontsize=10, fontname="helv")
+    draw_ruled_table(page, rows, top=195.0)
     # page 3: an embedded raster figure with a caption below
     page = doc.new_page()
     page.insert_text((72, 80), "3 Fleet", fontsize=16, fontname="hebo")
@@ -121,3 +111,35 @@ def report_doc(report_pdf: Path):
 def png_chart() -> bytes:
     """Raster chart bytes for tests that embed or reference an image."""
     return chart_png()
+
+
+def draw_ruled_table(page: pymupdf.Page, rows: list[tuple[str, ...]], top: float, bold_first: bool = False) -> None:
+    """A three-column table with ruling lines, the kind PyMuPDF's table finder detects."""
+    shape = page.new_shape()
+    row_h, xs = 22.0, [72.0, 232.0, 352.0, 452.0]
+    for i in range(len(rows) + 1):
+        shape.draw_line((xs[0], top + i * row_h), (xs[-1], top + i * row_h))
+    for x in xs:
+        shape.draw_line((x, top), (x, top + row_h * len(rows)))
+    shape.finish(color=(0, 0, 0), width=0.8)
+    shape.commit()
+    for r, row in enumerate(rows):
+        font = "hebo" if bold_first and r == 0 else "helv"
+        for c, cell in enumerate(row):
+            page.insert_text((xs[c] + 5, top + r * row_h + 15), cell, fontsize=10, fontname=font)
+
+
+@pytest.fixture
+def ruled_table_pdf():
+    """Factory: a one-page PDF holding one ruled table of the given rows."""
+
+    def build(path: Path, rows: list[tuple[str, ...]], bold_first: bool = False) -> Path:
+        doc = pymupdf.open()
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 60, 540, 130), "Crew rota for the spring season. " * 4, fontsize=10)
+        draw_ruled_table(page, rows, top=220.0, bold_first=bold_first)
+        doc.save(path)
+        doc.close()
+        return path
+
+    return build

@@ -232,46 +232,25 @@ def test_unsupported_suffix(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- review fixes
 
 
-def _ruled_table_pdf(path: Path, rows: list[tuple[str, ...]], bold_first: bool = False) -> Path:
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_textbox(pymupdf.Rect(72, 60, 540, 130), "Crew rota for the spring season. " * 4, fontsize=10)
-    shape = page.new_shape()
-    top, row_h, xs = 220.0, 22.0, [72.0, 232.0, 352.0, 452.0]
-    for i in range(len(rows) + 1):
-        shape.draw_line((xs[0], top + i * row_h), (xs[-1], top + i * row_h))
-    for x in xs:
-        shape.draw_line((x, top), (x, top + row_h * len(rows)))
-    shape.finish(color=(0, 0, 0), width=0.8)
-    shape.commit()
-    for r, row in enumerate(rows):
-        font = "hebo" if bold_first and r == 0 else "helv"
-        for c, cell in enumerate(row):
-            page.insert_text((xs[c] + 5, top + r * row_h + 15), cell, fontsize=10, fontname=font)
-    doc.save(path)
-    doc.close()
-    return path
-
-
 def _only_table(path: Path):
     tables = [c for c in parse_file(path, ParseOptions(ocr=False)).chunks if c.modality == "table"]
     assert len(tables) == 1
     return tables[0]
 
 
-def test_pdf_table_without_header_row(tmp_path: Path) -> None:
+def test_pdf_table_without_header_row(tmp_path: Path, ruled_table_pdf) -> None:
     rows = [("North Quay", "48,200", "311"), ("South Quay", "36,900", "254"), ("East Quay", "12,100", "97")]
-    table = _only_table(_ruled_table_pdf(tmp_path / "data.pdf", rows))
+    table = _only_table(ruled_table_pdf(tmp_path / "data.pdf", rows))
     assert table.table == [list(r) for r in rows]
     assert table.table_header_rows == 0
 
 
-def test_pdf_table_header_from_bold_or_numbers(tmp_path: Path) -> None:
+def test_pdf_table_header_from_bold_or_numbers(tmp_path: Path, ruled_table_pdf) -> None:
     words = [("Name", "Role", "Shift"), ("Alice", "Pilot", "Early"), ("Bob", "Engineer", "Late")]
-    assert _only_table(_ruled_table_pdf(tmp_path / "plain.pdf", words)).table_header_rows == 0
-    assert _only_table(_ruled_table_pdf(tmp_path / "bold.pdf", words, bold_first=True)).table_header_rows == 1
+    assert _only_table(ruled_table_pdf(tmp_path / "plain.pdf", words)).table_header_rows == 0
+    assert _only_table(ruled_table_pdf(tmp_path / "bold.pdf", words, bold_first=True)).table_header_rows == 1
     numbers = [("Terminal", "Containers", "Ships"), ("North Quay", "48,200", "311"), ("South Quay", "36,900", "254")]
-    assert _only_table(_ruled_table_pdf(tmp_path / "numbers.pdf", numbers)).table_header_rows == 1
+    assert _only_table(ruled_table_pdf(tmp_path / "numbers.pdf", numbers)).table_header_rows == 1
 
 
 def test_references_page_gets_no_placeholder(tmp_path: Path) -> None:

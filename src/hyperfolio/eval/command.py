@@ -116,9 +116,7 @@ def eval_command(
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="Directory for reports and caches.")] = Path("eval-out"),
     limit: Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N questions.")] = None,
-    embedder: Annotated[
-        str | None, typer.Option("--embedder", help="minilm or model2vec (default: settings).")
-    ] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder", help="minilm or model2vec (default: settings).")] = None,
     answers: Annotated[
         bool, typer.Option("--answers", help="Also answer each question and score EM / F1 / inclusion.")
     ] = False,
@@ -127,8 +125,9 @@ def eval_command(
     chosen = [s.strip() for s in strategies.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in STRATEGIES]
     if not chosen or unknown:
-        errors.print(f"[red]error:[/red] unknown strategy {', '.join(unknown) or '(none)'}; "
-                     f"choose from {', '.join(STRATEGIES)}")
+        errors.print(
+            f"[red]error:[/red] unknown strategy {', '.join(unknown) or '(none)'}; choose from {', '.join(STRATEGIES)}"
+        )
         raise typer.Exit(2)
     specs = list(dataset or DEFAULT_DATASETS)
     if collection is not None and len(specs) > 1:

@@ -93,9 +93,7 @@ def data_root(explicit: str | Path | None = None) -> Path:
 
 def _require(path: Path, what: str) -> Path:
     if not path.exists():
-        raise DatasetMissing(
-            f"{what} not found at {path}; set ${DATA_ENV} to the folder holding the benchmark data"
-        )
+        raise DatasetMissing(f"{what} not found at {path}; set ${DATA_ENV} to the folder holding the benchmark data")
     return path
 
 

@@ -213,8 +213,16 @@ def run_eval(
         for question in questions:
             for strategy in strategies:
                 records.append(
-                    _run_one(collection, question, strategy, doc_ids[question.doc_ref], dataset.evidence,
-                             k_values, depth, answers)
+                    _run_one(
+                        collection,
+                        question,
+                        strategy,
+                        doc_ids[question.doc_ref],
+                        dataset.evidence,
+                        k_values,
+                        depth,
+                        answers,
+                    )
                 )
                 progress.query_finished(strategy)
         embedder_name = collection.embedder_name
@@ -224,9 +232,7 @@ def run_eval(
     by_source: dict[str, dict[str, Summary]] = {}
     for source in iter_sources(questions):
         chosen = [r for r in records if source in by_qid[r.qid].evidence_sources]
-        by_source[source] = {
-            s: summarise([r for r in chosen if r.strategy == s], k_values) for s in strategies
-        }
+        by_source[source] = {s: summarise([r for r in chosen if r.strategy == s], k_values) for s in strategies}
     return EvalResult(
         dataset=dataset.name,
         evidence=dataset.evidence,
