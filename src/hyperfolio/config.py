@@ -29,8 +29,34 @@ class ParseOptions:
 
 
 @dataclass(frozen=True)
+class BuildOptions:
+    """Hypergraph construction (Hyper-M2RAG): extraction, merging, anchor-driven refinement."""
+
+    hypergraph: bool = True  # build the hypergraph on `add` (needed by the `dual` mode)
+    multimodal: bool = True  # extract from tables and figures too (False: text chunks only, an ablation)
+    refine: bool = True  # anchor-driven refinement (False: an ablation)
+    refine_mode: str = "anchor"  # "anchor" (paper) or "full" (every page with its neighbours: the cost baseline)
+    anchor_min_pages: int = 2  # tau: an entity on at least this many pages is a cross-page anchor
+    max_entities_per_page: int = 40
+    max_description_chars: int = 600
+    graph_embedder: str = "model2vec"  # embeds entities and hyperedges (fast; many short texts)
+
+
+@dataclass(frozen=True)
+class DualOptions:
+    """Dual-path retrieval knobs."""
+
+    entity_threshold: float = 0.55  # gamma: similarity a vertex needs to match an entity keyword
+    entities_per_keyword: int = 5
+    hyperedges_per_keyword: int = 8
+    max_keywords: int = 8
+
+
+@dataclass(frozen=True)
 class Settings:
     parse: ParseOptions = field(default_factory=ParseOptions)
+    build: BuildOptions = field(default_factory=BuildOptions)
+    dual: DualOptions = field(default_factory=DualOptions)
     embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2) or "model2vec" (distilled from it)
     embed_batch: int = 64
     default_mode: str = "hybrid"
@@ -47,23 +73,28 @@ class Settings:
             text = Path(path).read_text()
             values.update(tomllib.loads(text) if str(path).endswith(".toml") else json.loads(text))
         for f in fields(cls):
-            if f.name == "parse":
+            if f.name in SECTIONS:
                 continue
             env = os.environ.get(ENV_PREFIX + f.name.upper())
             if env is not None:
                 values[f.name] = env
         values.update({k: v for k, v in overrides.items() if v is not None})
-        parse_values = dict(values.pop("parse", {}) or {})
-        for f in fields(ParseOptions):
-            env = os.environ.get(ENV_PREFIX + "PARSE_" + f.name.upper())
-            if env is not None:
-                parse_values[f.name] = env
-        parse = _coerce(ParseOptions, parse_values)
+        sections: dict[str, Any] = {}
+        for name, kind in SECTIONS.items():
+            section_values = dict(values.pop(name, {}) or {})
+            for f in fields(kind):
+                env = os.environ.get(f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}")
+                if env is not None:
+                    section_values[f.name] = env
+            sections[name] = _coerce(kind, section_values)
         base = _coerce(cls, values)
-        return replace(base, parse=parse)
+        return replace(base, **sections)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+SECTIONS: dict[str, type] = {"parse": ParseOptions, "build": BuildOptions, "dual": DualOptions}
 
 
 def _coerce(kind: type, values: dict[str, Any]) -> Any:
