@@ -41,7 +41,7 @@ def chunk_rows(col_dir: Path) -> list[tuple]:
 def vector_count(col_dir: Path) -> int:
     db = sqlite3.connect(col_dir / "hyperfolio.db")
     try:
-        return db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+        return db.execute("SELECT COUNT(*) FROM vectors WHERE space = 'chunk'").fetchone()[0]
     except sqlite3.OperationalError:  # schema not created yet
         return 0
     finally:

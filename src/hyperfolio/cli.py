@@ -33,7 +33,7 @@ CollectionOpt = Annotated[
     Path,
     typer.Option("--collection", "-c", envvar="HYPERFOLIO_COLLECTION", help="Collection directory.", show_default=True),
 ]
-ModeOpt = Annotated[str | None, typer.Option("--mode", "-m", help="Retrieval mode: bm25, dense, hybrid.")]
+ModeOpt = Annotated[str | None, typer.Option("--mode", "-m", help="Retrieval mode: bm25, dense, hybrid, dual.")]
 DocOpt = Annotated[str | None, typer.Option("--doc", "-d", help="Scope to one document (id, file name or title).")]
 KOpt = Annotated[int | None, typer.Option("--k", "-k", help="How many evidence chunks to retrieve.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -141,6 +141,14 @@ def _print_evidence(evidence: EvidencePackage) -> None:
             text[:160] + ("…" if len(text) > 160 else ""),
         )
     console.print(table)
+    if evidence.hyperedges:
+        graph = Table(title="hypergraph evidence", show_lines=False)
+        for name in ("level", "members", "description", "pages"):
+            graph.add_column(name, overflow="fold")
+        for hit in evidence.hyperedges[:8]:
+            pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
+            graph.add_row(hit.hyperedge.level, "; ".join(hit.member_names[:6]), hit.hyperedge.description[:140], pages)
+        console.print(graph)
 
 
 def _print_answer(answer: Answer) -> None:
@@ -202,6 +210,22 @@ def stats(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = Fal
     for key, value in data.items():
         table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
     console.print(table)
+
+
+@app.command()
+def build(
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild every document's hypergraph.")] = False,
+) -> None:
+    """Build the hypergraph for documents indexed without one (e.g. by an older version)."""
+    col = _open(collection)
+    reports = col.build_graph(rebuild=rebuild)
+    for report in reports:
+        console.print(
+            f"{report.doc_id}: {report.entities} entities, hyperedges {report.edges}, "
+            f"anchors refined {report.refine.refined} ({report.seconds:.1f}s)"
+        )
+    console.print(f"{len(reports)} documents built; {col.stats()['hyperedges_by_level']}")
 
 
 @app.command(name="list")

@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from hyperfolio.answer import Answerer, ExtractiveAnswerer
+from hyperfolio.build.extract import Extractor
+from hyperfolio.build.extract_offline import OfflineExtractor
+from hyperfolio.build.pipeline import GraphReport, build_document_graph
+from hyperfolio.build.refine import OfflineRefiner, Refiner
 from hyperfolio.config import Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
 from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
@@ -26,7 +30,7 @@ from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
-from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_PARSED, STAGE_READY
+from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -76,6 +80,8 @@ class AddProgress:
 
     def pages_parsed(self, done: int, total: int) -> None: ...
 
+    def graph_stage(self, stage: str) -> None: ...
+
 
 def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResult]]:
     """Files, folders (recursively, supported types only) and glob patterns -> files."""
@@ -121,7 +127,9 @@ class Collection:
         self.settings = settings or Settings.load(self.path / "settings.toml")
         self.store = SQLiteStore(self.path)
         self._embedder = embedder
+        self._graph_embedder: Embedder | None = None
         self._answerer = answerer
+        self.last_graph_report: GraphReport | None = None
         # One writer at a time per collection object: add and remove check, then write.
         self._lock = threading.RLock()
 
@@ -150,6 +158,26 @@ class Collection:
     def embedder_name(self) -> str:
         """The embedder queries will use: the indexed one, else the configured one."""
         return self.indexed_embedder or self.settings.embedder
+
+    @property
+    def graph_embedder(self) -> Embedder:
+        """Embeds entities and hyperedges: many short texts, so the fast static model by default."""
+        with self._lock:
+            if self._graph_embedder is None:
+                name = self.settings.build.graph_embedder
+                self._graph_embedder = self.embedder if name == self.embedder_name else make_embedder(name)
+            return self._graph_embedder
+
+    @property
+    def extractor(self) -> Extractor:
+        return OfflineExtractor(
+            multimodal=self.settings.build.multimodal,
+            max_entities_per_page=self.settings.build.max_entities_per_page,
+        )
+
+    @property
+    def refiner(self) -> Refiner:
+        return OfflineRefiner()
 
     @property
     def answerer(self) -> Answerer:
@@ -275,7 +303,45 @@ class Collection:
                 self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for c in batch], vectors)
                 progress.chunks_embedded(len(batch))
             self.store.set_stage(info.doc_id, STAGE_EMBEDDED)
+            info.status = STAGE_EMBEDDED
+        if info.status == STAGE_EMBEDDED:
+            if self.settings.build.hypergraph:
+                progress.graph_stage("building hypergraph")
+                self.last_graph_report = build_document_graph(
+                    self.store,
+                    info.doc_id,
+                    info.title,
+                    self.extractor,
+                    self.refiner,
+                    self.graph_embedder,
+                    self.settings.build,
+                    on_stage=progress.graph_stage,
+                )
+            self.store.set_stage(info.doc_id, STAGE_GRAPHED)
         self.store.set_stage(info.doc_id, STAGE_READY)
+
+    def build_graph(self, rebuild: bool = False, progress: AddProgress | None = None) -> list[GraphReport]:
+        """Build the hypergraph for documents indexed without one (or, with `rebuild`, for all)."""
+        progress = progress or AddProgress()
+        reports = []
+        with self._lock:
+            for info in self.documents():
+                if info.status != STAGE_READY or (self.store.document_entities(info.doc_id) and not rebuild):
+                    continue
+                progress.file_started(info.source)
+                reports.append(
+                    build_document_graph(
+                        self.store,
+                        info.doc_id,
+                        info.title,
+                        self.extractor,
+                        self.refiner,
+                        self.graph_embedder,
+                        self.settings.build,
+                        on_stage=progress.graph_stage,
+                    )
+                )
+        return reports
 
     def _drop_older_versions(self, path: Path, keep: str) -> bool:
         """A changed file replaces its old version, once the new one is fully indexed."""
@@ -301,7 +367,14 @@ class Collection:
     # ------------------------------------------------------------------ questions
     def _context(self) -> RetrievalContext:
         titles = self.store.titles()
-        return RetrievalContext(store=self.store, embedder=self.embedder, titles=titles, rrf_k=self.settings.rrf_k)
+        return RetrievalContext(
+            store=self.store,
+            embedder=self.embedder,
+            titles=titles,
+            rrf_k=self.settings.rrf_k,
+            graph_embedder=self.graph_embedder,
+            dual=self.settings.dual,
+        )
 
     def _scope(self, doc: str | Sequence[str] | None) -> list[str] | None:
         if doc is None:

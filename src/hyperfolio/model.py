@@ -98,6 +98,7 @@ class Entity:
     description: str = ""
     modality: str = "text"
     aliases: list[str] = field(default_factory=list)
+    norm_name: str = ""  # canonical key the entity was merged under
 
 
 @dataclass
@@ -110,6 +111,25 @@ class Hyperedge:
     keywords: list[str] = field(default_factory=list)
     strength: float = 1.0
     members: list[tuple[str, str]] = field(default_factory=list)  # (entity_id, role)
+
+
+@dataclass
+class EntityHit:
+    """An entity reached by graph retrieval, with why it was reached."""
+
+    entity: Entity
+    score: float
+    pages: list[tuple[str, int]] = field(default_factory=list)  # (doc_id, page) of its provenance
+    via: str = ""  # the keyword that matched it
+
+
+@dataclass
+class HyperedgeHit:
+    hyperedge: Hyperedge
+    score: float
+    member_names: list[str] = field(default_factory=list)
+    pages: list[tuple[str, int]] = field(default_factory=list)
+    via: str = ""
 
 
 @dataclass
@@ -145,6 +165,8 @@ class EvidencePackage:
     strategy: str
     items: list[EvidenceItem] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    entities: list[EntityHit] = field(default_factory=list)  # graph strategies only
+    hyperedges: list[HyperedgeHit] = field(default_factory=list)
 
     def by_modality(self) -> dict[str, list[EvidenceItem]]:
         groups: dict[str, list[EvidenceItem]] = {}

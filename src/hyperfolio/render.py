@@ -33,6 +33,31 @@ def evidence_dict(evidence: EvidencePackage, text_chars: int = 800) -> dict[str,
             for item in evidence.items
         ],
         "by_modality": {m: [i.rank for i in items] for m, items in evidence.by_modality().items()},
+        "keywords": evidence.meta.get("keywords"),
+        "entities": [
+            {
+                "id": hit.entity.entity_id,
+                "name": hit.entity.name,
+                "type": hit.entity.type,
+                "modality": hit.entity.modality,
+                "score": hit.score,
+                "via": hit.via,
+                "pages": [{"doc_id": d, "page": p} for d, p in hit.pages],
+            }
+            for hit in evidence.entities
+        ],
+        "hyperedges": [
+            {
+                "id": hit.hyperedge.edge_id,
+                "level": hit.hyperedge.level,
+                "description": hit.hyperedge.description,
+                "members": hit.member_names,
+                "score": hit.score,
+                "via": hit.via,
+                "pages": [{"doc_id": d, "page": p} for d, p in hit.pages],
+            }
+            for hit in evidence.hyperedges
+        ],
     }
 
 

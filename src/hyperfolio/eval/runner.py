@@ -207,7 +207,10 @@ def run_eval(
         if len(runnable) < len(questions):
             skipped["document failed to index"] = len(questions) - len(runnable)
         questions = runnable
-        if any(s in ("dense", "hybrid") for s in strategies) or answers:
+        if any(s.startswith("dual") for s in strategies):
+            collection.build_graph(progress=progress)  # documents indexed before the hypergraph existed
+            collection.graph_embedder.embed(["warm-up"])
+        if any(s in ("dense", "hybrid") or s.startswith("dual") for s in strategies) or answers:
             collection.embedder.embed(["warm-up"])  # model load must not count as query latency
         progress.querying(len(questions) * len(strategies))
         for question in questions:

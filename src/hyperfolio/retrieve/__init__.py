@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from hyperfolio.retrieve.base import Query, RetrievalContext, Strategy
+from hyperfolio.retrieve.dual import DualStrategy
 from hyperfolio.retrieve.flat import BM25Strategy, DenseStrategy, HybridStrategy
 
 STRATEGIES: dict[str, type] = {
     "bm25": BM25Strategy,
     "dense": DenseStrategy,
     "hybrid": HybridStrategy,
+    "dual": DualStrategy,
 }
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hyperfolio.config import DualOptions
 from hyperfolio.model import EvidencePackage
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.store.base import Store
@@ -19,6 +20,8 @@ class RetrievalContext:
     embedder: Embedder
     titles: dict[str, str] = field(default_factory=dict)  # doc_id -> title, for citations
     rrf_k: int = 60
+    graph_embedder: Embedder | None = None  # embeds keywords for entity/hyperedge search (graph strategies)
+    dual: DualOptions = field(default_factory=DualOptions)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from hyperfolio.model import Chunk, Document, DocumentInfo
 # Ingestion stages recorded per document; a document is searchable once "ready".
 STAGE_PARSED = "parsed"
 STAGE_EMBEDDED = "embedded"
+STAGE_GRAPHED = "graphed"  # hypergraph extracted, merged, refined and embedded
 STAGE_READY = "ready"
 
 CHUNK_SPACE = "chunk"  # vector space of chunk embeddings

@@ -22,7 +22,7 @@ import numpy as np
 
 from hyperfolio.errors import StoreError
 from hyperfolio.lexicon import STOPWORDS
-from hyperfolio.model import Chunk, Document, DocumentInfo
+from hyperfolio.model import Chunk, Document, DocumentInfo, Entity, Hyperedge
 from hyperfolio.store.base import STAGE_PARSED, STAGE_READY
 
 DB_NAME = "hyperfolio.db"
@@ -124,6 +124,13 @@ CREATE TABLE IF NOT EXISTS provenance (
 );
 CREATE INDEX IF NOT EXISTS provenance_doc ON provenance(doc_id);
 CREATE INDEX IF NOT EXISTS provenance_chunk ON provenance(chunk_id);
+CREATE INDEX IF NOT EXISTS provenance_item ON provenance(item_kind, item_id);
+CREATE TABLE IF NOT EXISTS refine_state (
+    anchor_id TEXT PRIMARY KEY,
+    signature TEXT NOT NULL,
+    edge_ids TEXT NOT NULL DEFAULT '[]',
+    updated_at REAL NOT NULL
+);
 """
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -310,11 +317,8 @@ class SQLiteStore:
                 "DELETE FROM entities WHERE NOT EXISTS (" + orphans.format(col="entities.entity_id") + ")",
                 ("entity",),
             )
-            # Vectors of removed hypergraph items go too.
-            db.execute("DELETE FROM vectors WHERE space = 'entity' AND item_id NOT IN (SELECT entity_id FROM entities)")
-            db.execute(
-                "DELETE FROM vectors WHERE space = 'hyperedge' AND item_id NOT IN (SELECT edge_id FROM hyperedges)"
-            )
+            # Graph vectors are keyed "<item>|<doc_id>" and went with the document's vectors above.
+            db.execute("DELETE FROM refine_state WHERE anchor_id NOT IN (SELECT entity_id FROM entities)")
         with self._lock:
             self._matrices.clear()
 
@@ -449,6 +453,188 @@ class SQLiteStore:
         ids = rows[top] if rows is not None else top
         return [(vm.ids[int(i)], float(scores[int(t)])) for i, t in zip(ids, top, strict=True)]
 
+    # ------------------------------------------------------------------ hypergraph
+    def write_graph(
+        self,
+        entities: Sequence[tuple[Entity, Sequence[str]]],
+        edges: Sequence[tuple[Hyperedge, Sequence[str]]],
+        max_description_chars: int = 600,
+    ) -> None:
+        """Upsert entities (descriptions and aliases pooled), add hyperedges, incidence and provenance.
+
+        Idempotent: writing the same graph twice changes nothing, so a resumed build is safe.
+        """
+        with self.transaction() as db:
+            ids = [e.entity_id for e, _ in entities]
+            existing: dict[str, tuple] = {}
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                for row in db.execute(
+                    f"SELECT entity_id, description, aliases, modality FROM entities WHERE entity_id IN ({marks})", part
+                ):
+                    existing[row[0]] = row
+            rows = []
+            for entity, _ in entities:
+                description, aliases, modality = entity.description, list(entity.aliases), entity.modality
+                old = existing.get(entity.entity_id)
+                if old is not None:
+                    if description and description not in old[1] and len(old[1]) < max_description_chars:
+                        description = (old[1] + " | " + description)[:max_description_chars] if old[1] else description
+                    else:
+                        description = old[1]
+                    aliases = list(dict.fromkeys(json.loads(old[2]) + aliases))
+                    modality = old[3] if old[3] != "text" else modality
+                rows.append(
+                    (
+                        entity.entity_id,
+                        entity.name,
+                        entity.norm_name or entity.name.lower(),
+                        entity.type,
+                        description,
+                        modality,
+                        json.dumps(aliases),
+                    )
+                )
+            db.executemany(
+                "INSERT INTO entities(entity_id, name, norm_name, type, description, modality, aliases)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(entity_id) DO UPDATE SET"
+                " description = excluded.description, aliases = excluded.aliases, modality = excluded.modality",
+                rows,
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO hyperedges(edge_id, level, description, keywords, strength)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(h.edge_id, h.level, h.description, json.dumps(h.keywords), h.strength) for h, _ in edges],
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO incidence(edge_id, entity_id, role) VALUES (?, ?, ?)",
+                [(h.edge_id, eid, role) for h, _ in edges for eid, role in h.members],
+            )
+            prov = [("entity", e.entity_id, c) for e, chunks in entities for c in chunks]
+            prov += [("hyperedge", h.edge_id, c) for h, chunks in edges for c in chunks]
+            db.executemany(
+                "INSERT OR IGNORE INTO provenance(item_kind, item_id, chunk_id, doc_id, page) VALUES (?, ?, ?, ?, ?)",
+                [(kind, item, c, *_chunk_doc_page(c)) for kind, item, c in prov],
+            )
+
+    def delete_hyperedges(self, edge_ids: Sequence[str]) -> None:
+        if not edge_ids:
+            return
+        with self.transaction() as db:
+            for start in range(0, len(edge_ids), 500):
+                part = list(edge_ids[start : start + 500])
+                marks = ",".join("?" * len(part))
+                db.execute(f"DELETE FROM provenance WHERE item_kind = 'hyperedge' AND item_id IN ({marks})", part)
+                db.execute(f"DELETE FROM incidence WHERE edge_id IN ({marks})", part)
+                db.execute(f"DELETE FROM hyperedges WHERE edge_id IN ({marks})", part)
+                db.execute(
+                    "DELETE FROM vectors WHERE space = 'hyperedge' AND substr(item_id, 1, instr(item_id, '|') - 1)"
+                    f" IN ({marks})",
+                    part,
+                )
+        with self._lock:
+            self._matrices.clear()
+
+    def _in_query(self, sql: str, ids: Sequence[str], extra: Sequence[Any] = ()) -> list[tuple]:
+        """Run `sql` (with one `{marks}` placeholder) over ids in batches SQLite accepts."""
+        out: list[tuple] = []
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            out.extend(self._query(sql.format(marks=",".join("?" * len(part))), [*extra, *part]))
+        return out
+
+    def get_entities(self, entity_ids: Sequence[str]) -> list[Entity]:
+        rows = self._in_query(
+            "SELECT entity_id, name, type, description, modality, aliases, norm_name FROM entities"
+            " WHERE entity_id IN ({marks})",
+            entity_ids,
+        )
+        found = {r[0]: Entity(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6]) for r in rows}
+        return [found[i] for i in entity_ids if i in found]
+
+    def get_hyperedges(self, edge_ids: Sequence[str]) -> list[Hyperedge]:
+        rows = self._in_query(
+            "SELECT edge_id, level, description, keywords, strength FROM hyperedges WHERE edge_id IN ({marks})",
+            edge_ids,
+        )
+        members: dict[str, list[tuple[str, str]]] = {}
+        for edge, entity, role in self._in_query(
+            "SELECT edge_id, entity_id, role FROM incidence WHERE edge_id IN ({marks}) ORDER BY rowid", edge_ids
+        ):
+            members.setdefault(edge, []).append((entity, role))
+        found = {r[0]: Hyperedge(r[0], r[1], r[2], json.loads(r[3]), r[4], members.get(r[0], [])) for r in rows}
+        return [found[i] for i in edge_ids if i in found]
+
+    def incident_edges(self, entity_ids: Sequence[str], levels: Sequence[str] | None = None) -> dict[str, list[str]]:
+        sql = "SELECT i.entity_id, i.edge_id FROM incidence i"
+        extra: list[Any] = []
+        if levels:
+            sql += f" JOIN hyperedges h ON h.edge_id = i.edge_id AND h.level IN ({','.join('?' * len(levels))})"
+            extra = list(levels)
+        out: dict[str, list[str]] = {}
+        for entity, edge in self._in_query(sql + " WHERE i.entity_id IN ({marks})", entity_ids, extra):
+            out.setdefault(entity, []).append(edge)
+        return out
+
+    def provenance(self, kind: str, item_ids: Sequence[str]) -> dict[str, list[tuple[str, str, int]]]:
+        """item -> [(chunk_id, doc_id, page)] for entities or hyperedges."""
+        out: dict[str, list[tuple[str, str, int]]] = {}
+        rows = self._in_query(
+            "SELECT item_id, chunk_id, doc_id, page FROM provenance WHERE item_kind = ? AND item_id IN ({marks})",
+            item_ids,
+            [kind],
+        )
+        for item, chunk, doc, page in rows:
+            out.setdefault(item, []).append((chunk, doc, page))
+        return out
+
+    def entities_by_norm_name(self, norm_names: Sequence[str]) -> dict[str, str]:
+        rows = self._in_query("SELECT norm_name, entity_id FROM entities WHERE norm_name IN ({marks})", norm_names)
+        return dict(rows)
+
+    def document_entities(self, doc_id: str) -> list[str]:
+        rows = self._query(
+            "SELECT DISTINCT item_id FROM provenance WHERE item_kind = 'entity' AND doc_id = ?", (doc_id,)
+        )
+        return [r[0] for r in rows]
+
+    def document_hyperedges(self, doc_id: str) -> list[str]:
+        rows = self._query(
+            "SELECT DISTINCT item_id FROM provenance WHERE item_kind = 'hyperedge' AND doc_id = ?", (doc_id,)
+        )
+        return [r[0] for r in rows]
+
+    def page_counts(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        """How many distinct pages (over all documents) each entity's provenance spans."""
+        rows = self._in_query(
+            "SELECT item_id, COUNT(DISTINCT doc_id || ':' || page) FROM provenance"
+            " WHERE item_kind = 'entity' AND item_id IN ({marks}) GROUP BY item_id",
+            entity_ids,
+        )
+        return dict(rows)
+
+    def refine_signatures(self, anchor_ids: Sequence[str]) -> dict[str, tuple[str, list[str]]]:
+        rows = self._in_query(
+            "SELECT anchor_id, signature, edge_ids FROM refine_state WHERE anchor_id IN ({marks})", anchor_ids
+        )
+        return {r[0]: (r[1], json.loads(r[2])) for r in rows}
+
+    def set_refine_signature(self, anchor_id: str, signature: str, edge_ids: Sequence[str]) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO refine_state(anchor_id, signature, edge_ids, updated_at) VALUES (?, ?, ?, ?)",
+                (anchor_id, signature, json.dumps(list(edge_ids)), time.time()),
+            )
+
+    def graph_stats(self) -> dict[str, Any]:
+        return {
+            "entities_by_modality": dict(self._query("SELECT modality, COUNT(*) FROM entities GROUP BY modality")),
+            "hyperedges_by_level": dict(self._query("SELECT level, COUNT(*) FROM hyperedges GROUP BY level")),
+            "anchors_refined": self._query("SELECT COUNT(*) FROM refine_state")[0][0],
+        }
+
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, Any]:
         def count(sql: str) -> int:
@@ -466,8 +652,15 @@ class SQLiteStore:
             "vectors": count("SELECT COUNT(*) FROM vectors"),
             "entities": count("SELECT COUNT(*) FROM entities"),
             "hyperedges": count("SELECT COUNT(*) FROM hyperedges"),
+            **self.graph_stats(),
             "database_bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
+
+
+def _chunk_doc_page(chunk_id: str) -> tuple[str, int]:
+    """Chunk ids are "<doc_id>:<page>:<order>"."""
+    doc, page, _ = chunk_id.rsplit(":", 2)
+    return doc, int(page)
 
 
 def _chunk_row(c: Chunk) -> tuple:

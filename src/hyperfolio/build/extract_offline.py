@@ -1,0 +1,263 @@
+"""The offline extractor: a useful hypergraph without any language model.
+
+Entities are candidate phrases (capitalised names, acronyms, quantities with units,
+years, figure and table labels, repeated multi-word terms) scored by how specific
+they are to the document; tables contribute the table, its headers and row keys;
+figures contribute the figure and what its caption and OCR name. Hyperedges come
+from sentences (two members: `low`; three or more: `high`), table rows, and figure
+captions with the values they plot.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from hyperfolio.build.extract import HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
+from hyperfolio.model import Chunk
+from hyperfolio.phrases import Phrase, content_words, find_phrases, key_phrases, normalize_name
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
+_KIND_TYPE = {
+    "name": "name",
+    "acronym": "acronym",
+    "quantity": "quantity",
+    "year": "date",
+    "label": "reference",
+    "keyphrase": "concept",
+}
+_CELL_NUMBER = re.compile(r"^[^\d-]*-?\d[\d,]*(?:\.\d+)?\s*%?[^\d]*$")
+
+
+@dataclass
+class _Stats:
+    """Document-wide phrase statistics: a phrase repeated across the document is a better entity."""
+
+    phrase_count: Counter
+    key_count: Counter
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences of a chunk; a short unpunctuated first line is a heading, kept apart."""
+    lines = text.split("\n", 1)
+    if len(lines) == 2 and len(lines[0].split()) <= 8 and not lines[0].rstrip().endswith((".", ":", ";", ",")):
+        text = lines[0] + ".\n\n" + lines[1]
+    return [" ".join(s.split()) for s in _SENTENCE.split(text) if len(s.split()) >= 2]
+
+
+def _label_of(caption: str | None) -> str | None:
+    if not caption:
+        return None
+    match = re.match(r"\s*(Table|Figure|Fig\.|Chart|Exhibit)\s*(\d+[A-Za-z]?)", caption)
+    if not match:
+        return None
+    kind = "Figure" if match.group(1) == "Fig." else match.group(1)
+    return f"{kind} {match.group(2)}"
+
+
+class OfflineExtractor:
+    name = "offline"
+
+    def __init__(self, multimodal: bool = True, max_entities_per_page: int = 40, max_members: int = 8) -> None:
+        self.multimodal = multimodal
+        self.max_entities_per_page = max_entities_per_page
+        self.max_members = max_members
+
+    # ------------------------------------------------------------------ statistics
+    def _stats(self, units: list[PageUnit]) -> _Stats:
+        phrases: Counter = Counter()
+        keys: Counter = Counter()
+        for unit in units:
+            for chunk in unit.chunks:
+                text = self._chunk_text(chunk)
+                phrases.update({normalize_name(p.text) for p in find_phrases(text)})
+                keys.update(key_phrases(text))
+        return _Stats(phrases, keys)
+
+    def _chunk_text(self, chunk: Chunk) -> str:
+        if chunk.modality == "image":
+            return " ".join(t for t in (chunk.caption, chunk.ocr_text) if t)
+        return chunk.text
+
+    def extract_document(self, units: list[PageUnit]) -> list[PageGraph]:
+        stats = self._stats(units)
+        return [self._page(unit, stats) for unit in units]
+
+    # ------------------------------------------------------------------ one page
+    def _page(self, unit: PageUnit, stats: _Stats) -> PageGraph:
+        graph = PageGraph(unit.doc_id, unit.page)
+        entities: dict[str, ExtractedEntity] = {}
+
+        def entity(name: str, type_: str, modality: str, chunk: Chunk, description: str, score: float) -> str:
+            key = normalize_name(name)
+            if not key:
+                return ""
+            found = entities.get(key)
+            if found is None:
+                found = entities[key] = ExtractedEntity(name, type_, modality, description[:300], [], [], score)
+            elif found.type == "concept" and type_ != "concept":
+                found.name, found.type = name, type_  # a proper name beats the same words seen as a term
+            if chunk.chunk_id not in found.chunks:
+                found.chunks.append(chunk.chunk_id)
+            found.score = max(found.score, score)
+            return found.name
+
+        for chunk in unit.chunks:
+            if chunk.placeholder:
+                continue
+            if chunk.modality == "table" and chunk.table and self.multimodal:
+                self._table(chunk, entity, graph)
+            elif chunk.modality == "image" and self.multimodal:
+                self._figure(chunk, entity, graph, stats)
+            elif chunk.modality in ("text", "formula"):
+                self._text(chunk, entity, graph, stats)
+        # Keep the page's most specific entities; drop edges that lost their members.
+        ranked = sorted(entities.values(), key=lambda e: -e.score)
+        keep = {e.name for e in ranked[: self.max_entities_per_page]}
+        graph.entities = [e for e in ranked if e.name in keep]
+        edges = []
+        for edge in graph.edges:
+            edge.members = [m for m in edge.members if m in keep]
+            if len(edge.members) >= 2:
+                edge.level = LOW if len(edge.members) == 2 else HIGH
+                edges.append(edge)
+        graph.edges = edges
+        return graph
+
+    def _score(self, phrase: Phrase, stats: _Stats) -> float:
+        repeats = stats.phrase_count.get(normalize_name(phrase.text), 1)
+        base = {"name": 1.0, "acronym": 1.0, "label": 1.2, "quantity": 0.8, "year": 0.6, "keyphrase": 0.7}
+        return base.get(phrase.kind, 0.5) * (1.0 + math.log(repeats))
+
+    def _text(self, chunk: Chunk, entity, graph: PageGraph, stats: _Stats) -> None:
+        for sentence in _sentences(chunk.text):
+            members: list[tuple[str, float]] = []
+            for phrase in find_phrases(sentence):
+                score = self._score(phrase, stats)
+                name = entity(phrase.text, _KIND_TYPE[phrase.kind], "text", chunk, sentence, score)
+                if name and name not in [m for m, _ in members]:
+                    members.append((name, score))
+            # Repeated multi-word terms ("carbon capture") are entities too, even in lower case.
+            terms = [t for t in dict.fromkeys(key_phrases(sentence)) if stats.key_count.get(t, 0) >= 2]
+            terms = [t for t in terms if not any(t != o and t in o for o in terms)]  # the longest wins
+            for term in terms:
+                if len(members) < self.max_members:
+                    score = 0.5 * (1.0 + math.log(stats.key_count[term]))
+                    name = entity(term, "concept", "text", chunk, sentence, score)
+                    if name and name not in [m for m, _ in members]:
+                        members.append((name, score))
+            if len(members) < 2:
+                continue
+            members.sort(key=lambda m: -m[1])
+            names = [m for m, _ in members[: self.max_members]]
+            keywords = content_words(sentence)[:8]
+            strength = min(1.0, 0.4 + 0.1 * len(names))
+            graph.edges.append(
+                ExtractedEdge(HIGH if len(names) > 2 else LOW, names, sentence, keywords, strength, [chunk.chunk_id])
+            )
+            if len(names) > 2:  # the two most specific members also get a pairwise edge
+                graph.edges.append(ExtractedEdge(LOW, names[:2], sentence, keywords, 0.6, [chunk.chunk_id]))
+
+    def _table(self, chunk: Chunk, entity, graph: PageGraph) -> None:
+        table = chunk.table or []
+        caption = chunk.caption or ""
+        label = _label_of(caption) or (caption[:60] if caption else f"Table on page {chunk.page}")
+        table_name = entity(label, "table", "table", chunk, caption or chunk.text[:200], 1.5)
+        header_rows = chunk.table_header_rows
+        headers = [c.strip() for c in table[header_rows - 1]] if header_rows else []
+        header_names: dict[int, str] = {}
+        for col, cell in enumerate(headers):
+            if cell and not _CELL_NUMBER.match(cell):
+                header_names[col] = entity(cell, "table_header", "table", chunk, f"column of {label}", 1.0)
+                graph.edges.append(
+                    ExtractedEdge(
+                        LOW,
+                        [table_name, header_names[col]],
+                        f"{label} has column {cell}",
+                        ["column", cell],
+                        0.8,
+                        [chunk.chunk_id],
+                        {table_name: "table", header_names[col]: "column"},
+                    )
+                )
+        for row in table[header_rows:]:
+            cells = [c.strip() for c in row]
+            if not any(cells):
+                continue
+            key_col = next((i for i, c in enumerate(cells) if c and not _CELL_NUMBER.match(c)), None)
+            members = [table_name]
+            roles = {table_name: "table"}
+            if key_col is not None:
+                key = entity(cells[key_col], "table_key", "table", chunk, f"row of {label}: " + " | ".join(cells), 1.1)
+                members.append(key)
+                roles[key] = "row"
+            for col, cell in enumerate(cells):
+                if col == key_col or not cell:
+                    continue
+                if col in header_names:
+                    members.append(header_names[col])
+                    roles[header_names[col]] = "column"
+            parts = [f"{headers[i]}: {c}" if i < len(headers) and headers[i] else c for i, c in enumerate(cells) if c]
+            description = f"{label} row — " + "; ".join(parts)
+            if len(members) >= 2:
+                level = HIGH if len(members) > 2 else LOW
+                graph.edges.append(
+                    ExtractedEdge(
+                        level,
+                        members[: self.max_members],
+                        description[:400],
+                        content_words(" ".join(cells))[:8],
+                        1.0,
+                        [chunk.chunk_id],
+                        roles,
+                    )
+                )
+
+    def _figure(self, chunk: Chunk, entity, graph: PageGraph, stats: _Stats) -> None:
+        caption = chunk.caption or ""
+        label = _label_of(caption) or (caption[:60] if caption else f"Figure on page {chunk.page}")
+        figure = entity(label, "figure", "visual", chunk, caption or (chunk.ocr_text or "")[:200], 1.5)
+        members = [figure]
+        roles = {figure: "figure"}
+        shown = find_phrases(caption)
+        # OCR of a chart is noisy: keep only the phrases the rest of the document also uses, and numbers.
+        for phrase in find_phrases(chunk.ocr_text or ""):
+            if phrase.kind in ("quantity", "year") or stats.phrase_count.get(normalize_name(phrase.text), 0) >= 2:
+                shown.append(phrase)
+        for phrase in shown:
+            if phrase.kind == "label":
+                continue
+            name = entity(
+                phrase.text,
+                _KIND_TYPE[phrase.kind],
+                "visual",
+                chunk,
+                f"shown in {label}: {caption}",
+                self._score(phrase, stats),
+            )
+            if name and name not in members:
+                members.append(name)
+                roles[name] = "shown"
+        for term in dict.fromkeys(key_phrases(caption)):
+            name = entity(term, "concept", "visual", chunk, f"shown in {label}: {caption}", 0.6)
+            if name and name not in members:
+                members.append(name)
+                roles[name] = "shown"
+        if len(members) >= 2:
+            if caption:
+                description = caption if caption.startswith(label) else f"{label}: {caption}"
+            else:
+                description = f"{label} shows " + ", ".join(members[1:6])
+            graph.edges.append(
+                ExtractedEdge(
+                    HIGH if len(members) > 2 else LOW,
+                    members[: self.max_members],
+                    description[:400],
+                    content_words(caption)[:8],
+                    1.0,
+                    [chunk.chunk_id],
+                    roles,
+                )
+            )

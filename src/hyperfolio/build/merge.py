@@ -1,0 +1,123 @@
+"""Canonical merging: one vertex per normalised name, duplicate hyperedges collapsed, provenance pooled."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from hyperfolio.build.extract import ExtractedEdge, ExtractedEntity, PageGraph
+from hyperfolio.phrases import normalize_name
+
+_DEFINITION = re.compile(r"([A-Z][\w\-]*(?:\s+(?:of|for|and|the|[A-Z][\w\-]*)){1,8})\s+\(([A-Z][A-Za-z0-9\-]{1,9})\)")
+
+
+def entity_id(norm_name: str) -> str:
+    return "E" + hashlib.sha1(norm_name.encode()).hexdigest()[:14]
+
+
+def edge_id(level: str, member_ids: list[str], description: str) -> str:
+    """Same members and same meaning give the same id; any other fact over those members is a new edge."""
+    meaning = " ".join(normalize_name(description).split())
+    key = "|".join([level, *sorted(member_ids), meaning])
+    return "H" + hashlib.sha1(key.encode()).hexdigest()[:14]
+
+
+@dataclass
+class MergedEntity:
+    entity_id: str
+    name: str
+    norm_name: str
+    type: str
+    modality: str
+    descriptions: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list)
+    score: float = 0.0
+
+    def description(self, cap: int) -> str:
+        return " | ".join(self.descriptions)[:cap]
+
+
+@dataclass
+class MergedEdge:
+    edge_id: str
+    level: str
+    description: str
+    keywords: list[str]
+    strength: float
+    members: list[tuple[str, str]]  # (entity_id, role)
+    chunks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MergedGraph:
+    entities: dict[str, MergedEntity] = field(default_factory=dict)
+    edges: dict[str, MergedEdge] = field(default_factory=dict)
+
+
+def acronym_aliases(graphs: list[PageGraph]) -> dict[str, str]:
+    """'Retrieval-Augmented Generation (RAG)' makes RAG an alias of the long name: norm(short) -> norm(long)."""
+    aliases: dict[str, str] = {}
+    for graph in graphs:
+        for entity in graph.entities:
+            for long, short in _DEFINITION.findall(entity.description):
+                words = [w for w in re.split(r"[\s\-]+", long) if w and w[0].isupper()]
+                initials = "".join(w[0] for w in words).upper()
+                if short.upper().rstrip("S") and initials.endswith(short.upper().rstrip("S")):
+                    aliases[normalize_name(short)] = normalize_name(" ".join(long.split()[-len(short) :]))
+    return aliases
+
+
+def merge(graphs: list[PageGraph], max_description_chars: int = 600) -> MergedGraph:
+    merged = MergedGraph()
+    alias_of = acronym_aliases(graphs)
+
+    def canonical(name: str) -> str:
+        norm = normalize_name(name)
+        return alias_of.get(norm, norm)
+
+    def add_entity(e: ExtractedEntity) -> str:
+        norm = canonical(e.name)
+        eid = entity_id(norm)
+        found = merged.entities.get(eid)
+        if found is None:
+            found = merged.entities[eid] = MergedEntity(eid, e.name, norm, e.type, e.modality)
+        if normalize_name(e.name) != norm and e.name not in found.aliases:
+            found.aliases.append(e.name)
+        for alias in e.aliases:
+            if alias not in found.aliases and alias != found.name:
+                found.aliases.append(alias)
+        room = sum(len(d) for d in found.descriptions) < max_description_chars
+        if e.description and e.description not in found.descriptions and room:
+            found.descriptions.append(e.description)
+        found.chunks.extend(c for c in e.chunks if c not in found.chunks)
+        found.score = max(found.score, e.score)
+        if found.modality == "text" and e.modality != "text":
+            found.modality = e.modality  # a table or figure entity keeps its modality when also named in text
+        return eid
+
+    for graph in graphs:
+        ids = {e.name: add_entity(e) for e in graph.entities}
+        for edge in graph.edges:
+            add_edge(merged, edge, ids)
+    return merged
+
+
+def add_edge(merged: MergedGraph, edge: ExtractedEdge, ids: dict[str, str]) -> str | None:
+    members: list[tuple[str, str]] = []
+    for name in edge.members:
+        eid = ids.get(name)
+        if eid and eid not in [m for m, _ in members]:
+            members.append((eid, edge.roles.get(name, "member")))
+    if len(members) < 2:
+        return None
+    hid = edge_id(edge.level, [m for m, _ in members], edge.description)
+    found = merged.edges.get(hid)
+    if found is None:
+        found = merged.edges[hid] = MergedEdge(
+            hid, edge.level, edge.description, list(edge.keywords), edge.strength, members
+        )
+    found.chunks.extend(c for c in edge.chunks if c not in found.chunks)
+    found.strength = max(found.strength, edge.strength)
+    return hid

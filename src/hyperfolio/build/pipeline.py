@@ -1,0 +1,117 @@
+"""Building one document's share of the hypergraph: extract, merge, store, embed, refine."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hyperfolio.build.extract import Extractor, PageUnit
+from hyperfolio.build.merge import merge
+from hyperfolio.build.refine import Refiner, RefineReport, refine_anchors, refine_pages
+from hyperfolio.config import BuildOptions
+from hyperfolio.model import Entity, Hyperedge
+from hyperfolio.models.protocols import Embedder
+from hyperfolio.store.sqlite import SQLiteStore
+
+ENTITY_SPACE = "entity"
+HYPEREDGE_SPACE = "hyperedge"
+
+
+@dataclass
+class GraphReport:
+    doc_id: str
+    entities: int = 0
+    edges: dict[str, int] = field(default_factory=dict)
+    refine: RefineReport = field(default_factory=RefineReport)
+    seconds: float = 0.0
+
+
+def entity_text(entity: Entity) -> str:
+    """What an entity is embedded as: its name first (keywords are matched against names)."""
+    return f"{entity.name} ({entity.type})" if entity.type else entity.name
+
+
+def edge_text(edge: Hyperedge) -> str:
+    return edge.description + (" — " + ", ".join(edge.keywords) if edge.keywords else "")
+
+
+def embed_graph_items(store: SQLiteStore, embedder: Embedder, doc_id: str, edge_ids: list[str] | None = None) -> None:
+    """Vectors for the document's entities and hyperedges, keyed "<item>|<doc_id>" so search can be scoped."""
+    if edge_ids is None:
+        entities = store.get_entities(store.document_entities(doc_id))
+        if entities:
+            vectors = embedder.embed([entity_text(e) for e in entities])
+            store.put_vectors(ENTITY_SPACE, [(f"{e.entity_id}|{doc_id}", doc_id) for e in entities], vectors)
+        edge_ids = store.document_hyperedges(doc_id)
+    edges = store.get_hyperedges(edge_ids)
+    if not edges:
+        return
+    vectors = embedder.embed([edge_text(e) for e in edges])
+    docs = store.provenance("hyperedge", [e.edge_id for e in edges])
+    items, rows = [], []
+    for i, edge in enumerate(edges):
+        for doc in sorted({d for _, d, _ in docs.get(edge.edge_id, [])} or {doc_id}):
+            items.append((f"{edge.edge_id}|{doc}", doc))
+            rows.append(vectors[i])
+    if items:
+        store.put_vectors(HYPEREDGE_SPACE, items, np.vstack(rows))
+
+
+def build_document_graph(
+    store: SQLiteStore,
+    doc_id: str,
+    title: str,
+    extractor: Extractor,
+    refiner: Refiner,
+    embedder: Embedder,
+    options: BuildOptions,
+    on_stage: Callable[[str], None] | None = None,
+) -> GraphReport:
+    started = time.perf_counter()
+    report = GraphReport(doc_id)
+    note = on_stage or (lambda _stage: None)
+    by_page: dict[int, list] = {}
+    for chunk in store.iter_chunks(doc_id):
+        by_page.setdefault(chunk.page, []).append(chunk)
+    units = [PageUnit(doc_id, title, page, chunks) for page, chunks in sorted(by_page.items())]
+    note("extracting")
+    graphs = extractor.extract_document(units)
+    merged = merge(graphs, options.max_description_chars)
+    entities = [
+        (
+            Entity(
+                e.entity_id,
+                e.name,
+                e.type,
+                e.description(options.max_description_chars),
+                e.modality,
+                e.aliases,
+                e.norm_name,
+            ),
+            e.chunks,
+        )
+        for e in merged.entities.values()
+    ]
+    edges = [
+        (Hyperedge(h.edge_id, h.level, h.description, h.keywords, h.strength, h.members), h.chunks)
+        for h in merged.edges.values()
+    ]
+    store.write_graph(entities, edges, options.max_description_chars)
+    report.entities = len(entities)
+    for h, _ in edges:
+        report.edges[h.level] = report.edges.get(h.level, 0) + 1
+    if options.refine:
+        note("refining")
+        if options.refine_mode == "full":
+            report.refine = refine_pages(store, refiner, doc_id)
+        else:
+            report.refine = refine_anchors(store, refiner, [e.entity_id for e, _ in entities], options.anchor_min_pages)
+    note("embedding graph")
+    embed_graph_items(store, embedder, doc_id)
+    if report.refine.added_edge_ids:
+        embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)  # other documents' keys too
+    report.seconds = time.perf_counter() - started
+    return report

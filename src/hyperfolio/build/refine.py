@@ -1,0 +1,195 @@
+"""Anchor-driven incremental refinement (Hyper-M2RAG section 4.2).
+
+An anchor is an entity whose provenance spans at least tau pages. Its star expansion
+(incident low/high hyperedges and their members) is re-examined to produce refined
+cross-page hyperedges (`refine`), merged back into the index. Each anchor's star has
+a signature (its incident edge ids); only anchors whose signature changed since their
+last refinement are refined again, so adding pages or documents touches only what
+they change. `refine_pages` is the cost baseline: every page re-examined with its
+neighbours' context.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hyperfolio.build.extract import HIGH, LOW, REFINE, ExtractedEdge
+from hyperfolio.build.merge import edge_id
+from hyperfolio.model import Entity, Hyperedge
+from hyperfolio.phrases import content_words
+from hyperfolio.store.sqlite import SQLiteStore
+
+
+@dataclass
+class StarEdge:
+    edge: Hyperedge
+    names: dict[str, str]  # member entity id -> name
+    chunks: list[tuple[str, str, int]]  # (chunk_id, doc_id, page)
+
+    @property
+    def pages(self) -> set[tuple[str, int]]:
+        return {(doc, page) for _, doc, page in self.chunks}
+
+
+@dataclass
+class PageContext:
+    doc_id: str
+    page: int
+    edges: list[StarEdge]  # the page's own edges
+    neighbour_edges: list[StarEdge]  # edges of the pages just before and after
+
+
+class Refiner(Protocol):
+    name: str
+
+    def refine_anchor(self, anchor: Entity, star: list[StarEdge]) -> list[ExtractedEdge]:
+        """Refined cross-page edges for one anchor; members are entity ids."""
+
+    def refine_page(self, context: PageContext) -> list[ExtractedEdge]:
+        """Refined edges for one page seen with its neighbours (the full-page baseline)."""
+
+
+def _trim(text: str, limit: int = 140) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+class OfflineRefiner:
+    """Deterministic: links an anchor with the entities it meets on several pages."""
+
+    name = "offline"
+
+    def __init__(self, max_members: int = 7) -> None:
+        self.max_members = max_members
+
+    def refine_anchor(self, anchor: Entity, star: list[StarEdge]) -> list[ExtractedEdge]:
+        pages = sorted({p for s in star for p in s.pages})
+        if len(pages) < 2:
+            return []
+        met_on: dict[str, set[tuple[str, int]]] = {}
+        for s in star:
+            for member in s.names:
+                if member != anchor.entity_id:
+                    met_on.setdefault(member, set()).update(s.pages)
+        ranked = sorted(met_on, key=lambda m: (-len(met_on[m]), star_name(star, m)))
+        members = [anchor.entity_id] + ranked[: self.max_members - 1]
+        if len(members) < 2:
+            return []
+        best_per_page: dict[tuple[str, int], StarEdge] = {}
+        for s in sorted(star, key=lambda s: (-s.edge.strength, -len(s.names), s.edge.edge_id)):
+            for page in s.pages:
+                best_per_page.setdefault(page, s)
+        shown = list(best_per_page.items())[:4]
+        page_list = ", ".join(str(p) for _, p in pages[:8]) + ("…" if len(pages) > 8 else "")
+        description = f"{anchor.name} across pages {page_list}: " + " / ".join(
+            _trim(s.edge.description) for _, s in shown
+        )
+        words = Counter(w for s in star for w in content_words(s.edge.description))
+        chunks = list(dict.fromkeys(c for _, s in shown for c, _, _ in s.chunks))
+        return [
+            ExtractedEdge(
+                REFINE,
+                members,
+                description,
+                [w for w, _ in words.most_common(8)],
+                min(1.0, 0.5 + 0.1 * len(pages)),
+                chunks,
+                {anchor.entity_id: "anchor"},
+            )
+        ]
+
+    def refine_page(self, context: PageContext) -> list[ExtractedEdge]:
+        own = {m for s in context.edges for m in s.names}
+        around = {m for s in context.neighbour_edges for m in s.names}
+        shared = sorted(own & around)
+        if not shared:
+            return []
+        names = {m: n for s in context.edges + context.neighbour_edges for m, n in s.names.items()}
+        description = f"Page {context.page} continues with " + ", ".join(names[m] for m in shared[:6])
+        chunks = list(dict.fromkeys(c for s in context.edges for c, _, _ in s.chunks))[:4]
+        return [ExtractedEdge(REFINE, shared[: self.max_members], description, [], 0.6, chunks)]
+
+
+def star_name(star: list[StarEdge], entity: str) -> str:
+    for s in star:
+        if entity in s.names:
+            return s.names[entity]
+    return entity
+
+
+def load_star(store: SQLiteStore, edge_ids: list[str]) -> list[StarEdge]:
+    edges = store.get_hyperedges(edge_ids)
+    members = list({m for e in edges for m, _ in e.members})
+    names = {e.entity_id: e.name for e in store.get_entities(members)}
+    prov = store.provenance("hyperedge", [e.edge_id for e in edges])
+    return [StarEdge(e, {m: names.get(m, m) for m, _ in e.members}, sorted(prov.get(e.edge_id, []))) for e in edges]
+
+
+@dataclass
+class RefineReport:
+    anchors: int = 0  # anchors found among the candidates
+    refined: int = 0  # anchors whose star changed and were re-examined
+    unchanged: int = 0
+    edges_added: int = 0
+    edges_removed: int = 0
+    added_edge_ids: list[str] = field(default_factory=list)
+
+
+def _to_hyperedge(edge: ExtractedEdge) -> Hyperedge:
+    members = [(m, edge.roles.get(m, "member")) for m in dict.fromkeys(edge.members)]
+    hid = edge_id(edge.level, [m for m, _ in members], edge.description)
+    return Hyperedge(hid, edge.level, edge.description, edge.keywords, edge.strength, members)
+
+
+def refine_anchors(store: SQLiteStore, refiner: Refiner, candidates: list[str], min_pages: int) -> RefineReport:
+    """Refine the anchors among `candidates` whose star expansion changed since they were last refined."""
+    report = RefineReport()
+    counts = store.page_counts(candidates)
+    anchors = sorted(e for e, n in counts.items() if n >= min_pages)
+    report.anchors = len(anchors)
+    incident = store.incident_edges(anchors, levels=[LOW, HIGH])
+    previous = store.refine_signatures(anchors)
+    entities = {e.entity_id: e for e in store.get_entities(anchors)}
+    for anchor_id in anchors:
+        edges = sorted(incident.get(anchor_id, []))
+        signature = hashlib.sha1("|".join(edges).encode()).hexdigest()
+        old_signature, old_edges = previous.get(anchor_id, ("", []))
+        if signature == old_signature:
+            report.unchanged += 1
+            continue
+        report.refined += 1
+        extracted = refiner.refine_anchor(entities[anchor_id], load_star(store, edges))
+        refined = [(_to_hyperedge(e), e.chunks) for e in extracted if len(set(e.members)) >= 2]
+        new_ids = [h.edge_id for h, _ in refined]
+        stale = [e for e in old_edges if e not in new_ids]
+        store.delete_hyperedges(stale)
+        report.edges_removed += len(stale)
+        store.write_graph([], refined)
+        store.set_refine_signature(anchor_id, signature, new_ids)
+        report.edges_added += len([h for h in new_ids if h not in old_edges])
+        report.added_edge_ids.extend(new_ids)
+    return report
+
+
+def refine_pages(store: SQLiteStore, refiner: Refiner, doc_id: str) -> RefineReport:
+    """The cost baseline: every page of a document re-examined with its neighbours' edges."""
+    report = RefineReport()
+    by_page: dict[int, list[str]] = {}
+    for edge in store.document_hyperedges(doc_id):
+        for _, doc, page in store.provenance("hyperedge", [edge]).get(edge, []):
+            if doc == doc_id:
+                by_page.setdefault(page, []).append(edge)
+    stars = {page: load_star(store, sorted(set(edges))) for page, edges in by_page.items()}
+    for page in sorted(stars):
+        own = [s for s in stars[page] if s.edge.level != REFINE]
+        around = [s for p in (page - 1, page + 1) for s in stars.get(p, []) if s.edge.level != REFINE]
+        report.refined += 1
+        extracted = refiner.refine_page(PageContext(doc_id, page, own, around))
+        refined = [(_to_hyperedge(e), e.chunks) for e in extracted if len(set(e.members)) >= 2 and e.chunks]
+        store.write_graph([], refined)
+        report.edges_added += len(refined)
+        report.added_edge_ids.extend(h.edge_id for h, _ in refined)
+    return report

@@ -1,0 +1,127 @@
+"""Finding entity-like phrases in text without a model, and naming them canonically.
+
+Shared by the offline extractor (which builds the hypergraph) and by offline query
+decomposition (which looks the same kinds of phrases up in it), so both sides agree
+on what a name is and how it is normalised.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from hyperfolio.lexicon import STOPWORDS
+
+# Words that may sit inside a capitalised name ("Bank of England", "Procter & Gamble").
+_CONNECTORS = {"of", "&", "for", "the", "de", "la", "du", "von", "van"}
+# Capitalised words that start sentences or headings but rarely name anything.
+_WEAK_CAPITALS = {
+    "the", "a", "an", "in", "on", "at", "for", "from", "to", "this", "that", "these", "those", "it", "its",
+    "we", "our", "they", "their", "he", "she", "his", "her", "as", "by", "with", "and", "or", "but", "if",
+    "when", "while", "after", "before", "since", "however", "moreover", "also", "there", "here", "what",
+    "which", "who", "how", "why", "where", "all", "each", "every", "some", "many", "most", "more", "other",
+    "such", "both", "one", "two", "three", "first", "second", "third", "new", "table", "figure", "fig",
+    "page", "section", "chapter", "note", "notes", "source", "sources", "see", "yes", "no", "total", "i",
+    "is", "are", "was", "were", "be", "been", "can", "may", "will", "would", "should", "could", "not",
+}  # fmt: skip
+_WORD = r"[A-Z][\w'’\-]*[\w]|[A-Z]"
+_CAPITALISED = re.compile(rf"(?:{_WORD})(?:\s+(?:(?:of|&|for|de|la|du|von|van|of the)\s+)?(?:{_WORD}))*")
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,9}(?:-[A-Z0-9]+)*s?\b")
+_QUANTITY = re.compile(
+    r"(?:[$€£¥]\s?)?\b\d(?:[\d,]*\d)?(?:\.\d+)?\s?(?:%|percent|per cent|million|billion|trillion|thousand|"
+    r"mw|gw|kw|mwh|gwh|twh|kg|km|mm|cm|m|ms|s|hours|days|years|people|employees|users|x)?(?!\w)",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+_LABEL = re.compile(r"\b(?:Table|Figure|Fig\.|Chart|Exhibit)\s+\d+[A-Za-z]?\b")
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z\-]{2,}")
+
+
+@dataclass(frozen=True)
+class Phrase:
+    text: str
+    kind: str  # "name", "acronym", "quantity", "year", "label", "keyphrase"
+    start: int
+
+
+def normalize_name(name: str) -> str:
+    """Canonical key of a name: case, accents, punctuation, leading articles and plurals folded."""
+    text = unicodedata.normalize("NFKD", name)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    text = re.sub(r"[’'`]s\b", "", text)
+    text = re.sub(r"[^\w%$€£.]+", " ", text).strip(" .")
+    words = text.split()
+    while words and words[0] in {"the", "a", "an"}:
+        words = words[1:]
+    if words and len(words[-1]) > 3 and words[-1].endswith("s") and not words[-1].endswith("ss"):
+        words[-1] = words[-1][:-1]
+    return " ".join(words)
+
+
+def _clean_capitalised(match: str) -> str:
+    words = match.split()
+    while words and words[0].lower() in _WEAK_CAPITALS:
+        words = words[1:]
+    while words and words[-1].lower() in _CONNECTORS:
+        words = words[:-1]
+    return " ".join(words)
+
+
+def find_phrases(text: str) -> list[Phrase]:
+    """Entity-like phrases in reading order: names, acronyms, quantities, years, figure/table labels."""
+    found: dict[tuple[int, str], Phrase] = {}
+    taken: list[tuple[int, int]] = []
+
+    def add(start: int, end: int, value: str, kind: str) -> None:
+        if any(s <= start < e or s < end <= e for s, e in taken):
+            return
+        taken.append((start, end))
+        found[(start, value)] = Phrase(value, kind, start)
+
+    for m in _LABEL.finditer(text):
+        add(m.start(), m.end(), m.group(0).replace("Fig.", "Figure"), "label")
+    for m in _QUANTITY.finditer(text):
+        value = m.group(0).strip()
+        if _YEAR.fullmatch(value):
+            add(m.start(), m.end(), value, "year")
+        elif re.search(r"[%$€£¥a-zA-Z]", value) or len(re.sub(r"\D", "", value)) >= 3:
+            add(m.start(), m.end(), value, "quantity")
+    for m in _CAPITALISED.finditer(text):
+        value = _clean_capitalised(m.group(0))
+        if not value or value.lower() in STOPWORDS or value.lower() in _WEAK_CAPITALS:
+            continue
+        start = m.start() + m.group(0).find(value)
+        sentence_start = start == 0 or text[max(0, start - 2) : start].strip() in {"", ".", "!", "?", ":", "•"}
+        if sentence_start and " " not in value and not value.isupper():
+            continue  # a lone capitalised word opening a sentence is usually just a word
+        if len(value) < 2:
+            continue
+        add(start, start + len(value), value, "name")
+    for m in _ACRONYM.finditer(text):
+        value = m.group(0)
+        if value.lower() not in _WEAK_CAPITALS and not value.isdigit():
+            add(m.start(), m.end(), value, "acronym")
+    return sorted(found.values(), key=lambda p: p.start)
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased content words (no stop words), for key phrases and theme keywords."""
+    return [w.lower() for w in _TOKEN.findall(text) if w.lower() not in STOPWORDS and w.lower() not in _WEAK_CAPITALS]
+
+
+def key_phrases(text: str, max_len: int = 3) -> list[str]:
+    """Runs of 2..max_len consecutive content words: candidate multi-word terms ("renewable energy")."""
+    out: list[str] = []
+    for clause in re.split(r"[.;:!?,()\[\]\n]", text):
+        words = re.findall(r"[A-Za-z][A-Za-z\-]+|\S+", clause)  # capitalised words are names, not terms
+        run: list[str] = []
+        for w in words + ["."]:
+            if re.fullmatch(r"[a-z][a-z\-]{2,}", w) and w not in STOPWORDS and w not in _WEAK_CAPITALS:
+                run.append(w)
+                continue
+            for size in range(2, max_len + 1):
+                for i in range(len(run) - size + 1):
+                    out.append(" ".join(run[i : i + size]))
+            run = []
+    return out
