@@ -30,9 +30,10 @@ _CAPITALISED = re.compile(rf"(?:{_WORD})(?:\s+(?:(?:of|&|for|de|la|du|von|van|of
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,9}(?:-[A-Z0-9]+)*s?\b")
 _QUANTITY = re.compile(
     r"(?:[$€£¥]\s?)?\b\d(?:[\d,]*\d)?(?:\.\d+)?\s?(?:%|percent|per cent|million|billion|trillion|thousand|"
-    r"mw|gw|kw|mwh|gwh|twh|kg|km|mm|cm|m|ms|s|hours|days|years|people|employees|users|x)?(?!\w)",
+    r"mw|gw|kw|mwh|gwh|twh|kg|km|mm|cm|m|ms|s|x|people|staff|children|[A-Z]{2,5}\b|(?-i:[a-z]{3,}s\b))?(?!\w)",
     re.IGNORECASE,
 )
+_NUMBER_PART = re.compile(r"[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _LABEL = re.compile(r"\b(?:Table|Figure|Fig\.|Chart|Exhibit)\s+\d+[A-Za-z]?\b")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z\-]{2,}")
@@ -68,8 +69,12 @@ def _clean_capitalised(match: str) -> str:
     return " ".join(words)
 
 
-def find_phrases(text: str) -> list[Phrase]:
-    """Entity-like phrases in reading order: names, acronyms, quantities, years, figure/table labels."""
+def find_phrases(text: str, known_names: set[str] | frozenset[str] = frozenset()) -> list[Phrase]:
+    """Entity-like phrases in reading order: names, acronyms, quantities, years, figure/table labels.
+
+    A lone capitalised word opening a sentence counts only if `known_names` (names seen
+    mid-sentence elsewhere in the document) holds it: "Rotterdam remains..." but not "Revenue rose...".
+    """
     found: dict[tuple[int, str], Phrase] = {}
     taken: list[tuple[int, int]] = []
 
@@ -83,8 +88,10 @@ def find_phrases(text: str) -> list[Phrase]:
         add(m.start(), m.end(), m.group(0).replace("Fig.", "Figure"), "label")
     for m in _QUANTITY.finditer(text):
         value = m.group(0).strip()
-        if _YEAR.fullmatch(value):
-            add(m.start(), m.end(), value, "year")
+        number = _NUMBER_PART.match(value)
+        if _YEAR.fullmatch(value) or (number and _YEAR.fullmatch(number.group(0)) and value[-1].isalpha()):
+            year = number.group(0) if number else value  # "2023 revenues" is a year followed by a word
+            add(m.start(), m.start() + len(year), year, "year")
         elif re.search(r"[%$€£¥a-zA-Z]", value) or len(re.sub(r"\D", "", value)) >= 3:
             add(m.start(), m.end(), value, "quantity")
     for m in _CAPITALISED.finditer(text):
@@ -93,7 +100,7 @@ def find_phrases(text: str) -> list[Phrase]:
             continue
         start = m.start() + m.group(0).find(value)
         sentence_start = start == 0 or text[max(0, start - 2) : start].strip() in {"", ".", "!", "?", ":", "•"}
-        if sentence_start and " " not in value and not value.isupper():
+        if sentence_start and " " not in value and not value.isupper() and value not in known_names:
             continue  # a lone capitalised word opening a sentence is usually just a word
         if len(value) < 2:
             continue

@@ -37,6 +37,7 @@ class _Stats:
 
     phrase_count: Counter
     key_count: Counter
+    known_names: set[str]  # capitalised words seen as names mid-sentence
 
 
 def _sentences(text: str) -> list[str]:
@@ -69,12 +70,15 @@ class OfflineExtractor:
     def _stats(self, units: list[PageUnit]) -> _Stats:
         phrases: Counter = Counter()
         keys: Counter = Counter()
+        known: set[str] = set()
         for unit in units:
             for chunk in unit.chunks:
                 text = self._chunk_text(chunk)
-                phrases.update({normalize_name(p.text) for p in find_phrases(text)})
+                found = find_phrases(text)
+                phrases.update({normalize_name(p.text) for p in found})
+                known.update(p.text for p in found if p.kind == "name")
                 keys.update(key_phrases(text))
-        return _Stats(phrases, keys)
+        return _Stats(phrases, keys, known)
 
     def _chunk_text(self, chunk: Chunk) -> str:
         if chunk.modality == "image":
@@ -134,7 +138,7 @@ class OfflineExtractor:
     def _text(self, chunk: Chunk, entity, graph: PageGraph, stats: _Stats) -> None:
         for sentence in _sentences(chunk.text):
             members: list[tuple[str, float]] = []
-            for phrase in find_phrases(sentence):
+            for phrase in find_phrases(sentence, stats.known_names):
                 score = self._score(phrase, stats)
                 name = entity(phrase.text, _KIND_TYPE[phrase.kind], "text", chunk, sentence, score)
                 if name and name not in [m for m, _ in members]:
