@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import glob
 import hashlib
+import json
 import logging
 import sqlite3
 import threading
@@ -342,6 +343,27 @@ class Collection:
                     )
                 )
         return reports
+
+    def variant(self, path: str | Path, settings: Settings) -> Collection:
+        """A copy of this collection's documents and chunks under other build settings, its graph rebuilt.
+
+        Used for ablations: the same chunks and vectors, a hypergraph built another way. Reused
+        when `path` already holds a variant built with the same settings.
+        """
+        signature = json.dumps(settings.build.__dict__, sort_keys=True)
+        target = Path(path)
+        if (target / "hyperfolio.db").exists():
+            existing = Collection(target, settings=settings, embedder=self._embedder)
+            if existing.store.get_meta("build_settings") == signature:
+                return existing
+            existing.close()
+            (target / "hyperfolio.db").unlink()
+        self.store.copy_to(target).close()
+        copy = Collection(target, settings=settings, embedder=self._embedder)
+        copy.store.clear_graph()
+        copy.build_graph()
+        copy.store.set_meta("build_settings", signature)
+        return copy
 
     def _drop_older_versions(self, path: Path, keep: str) -> bool:
         """A changed file replaces its old version, once the new one is fully indexed."""

@@ -53,10 +53,46 @@ class DualOptions:
 
 
 @dataclass(frozen=True)
+class ModelOptions:
+    """Language-model plug-ins over an OpenAI-compatible HTTP API. Nothing configured = offline.
+
+    A role (extract, keywords, answer, vision) is served when a model name resolves for it: the
+    role's own `<role>_model`, else `model` (vision needs `vision_model`: no images go to a text-only
+    model by accident). Its base URL and key resolve the same way, falling
+    back to OPENAI_BASE_URL / OPENAI_API_KEY when no HYPERFOLIO_MODELS_* value or file value is set.
+    """
+
+    base_url: str = ""  # e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, Ollama, llama.cpp server, hosted APIs)
+    api_key: str = field(default="", repr=False)
+    model: str = ""  # the model every role uses unless it names its own
+    extract_model: str = ""
+    keywords_model: str = ""
+    answer_model: str = ""
+    vision_model: str = ""
+    extract_base_url: str = ""
+    keywords_base_url: str = ""
+    answer_base_url: str = ""
+    vision_base_url: str = ""
+    extract_api_key: str = field(default="", repr=False)
+    keywords_api_key: str = field(default="", repr=False)
+    answer_api_key: str = field(default="", repr=False)
+    vision_api_key: str = field(default="", repr=False)
+    timeout: float = 60.0  # seconds per HTTP call
+    max_retries: int = 4  # extra attempts after a timeout, connection error, 429 or 5xx
+    concurrency: int = 4  # requests in flight at once, per client
+    temperature: float = 0.0
+    max_tokens: int = 0  # 0: the server's default
+    structured: str = "auto"  # "auto" (detect), "json_schema", "json_object" or "prompt"
+    cache: bool = True  # keep replies in the collection database so a re-run costs nothing
+    max_retry_wait: float = 60.0  # cap on a server's Retry-After and on backoff waits
+
+
+@dataclass(frozen=True)
 class Settings:
     parse: ParseOptions = field(default_factory=ParseOptions)
     build: BuildOptions = field(default_factory=BuildOptions)
     dual: DualOptions = field(default_factory=DualOptions)
+    models: ModelOptions = field(default_factory=ModelOptions)
     embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2) or "model2vec" (distilled from it)
     embed_batch: int = 64
     default_mode: str = "hybrid"
@@ -86,6 +122,8 @@ class Settings:
                 env = os.environ.get(f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}")
                 if env is not None:
                     section_values[f.name] = env
+            if name == "models":
+                _openai_fallbacks(section_values)
             sections[name] = _coerce(kind, section_values)
         base = _coerce(cls, values)
         return replace(base, **sections)
@@ -94,7 +132,7 @@ class Settings:
         return asdict(self)
 
 
-SECTIONS: dict[str, type] = {"parse": ParseOptions, "build": BuildOptions, "dual": DualOptions}
+SECTIONS: dict[str, type] = {"parse": ParseOptions, "build": BuildOptions, "dual": DualOptions, "models": ModelOptions}
 
 
 def _coerce(kind: type, values: dict[str, Any]) -> Any:
@@ -115,3 +153,11 @@ def _coerce(kind: type, values: dict[str, Any]) -> Any:
             value = float(value)
         out[name] = value
     return replace(defaults, **out)
+
+
+def _openai_fallbacks(values: dict[str, Any]) -> None:
+    """The conventional OPENAI_BASE_URL / OPENAI_API_KEY fill what neither the file nor HYPERFOLIO_* set."""
+    for key, env_name in (("base_url", "OPENAI_BASE_URL"), ("api_key", "OPENAI_API_KEY")):
+        env = os.environ.get(env_name)
+        if env and not values.get(key):
+            values[key] = env

@@ -20,7 +20,7 @@ from hyperfolio.config import Settings
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval.datasets import DatasetMissing, dataset_label, load_dataset
 from hyperfolio.eval.report import markdown, write_report
-from hyperfolio.eval.runner import EvalProgress, EvalResult, run_eval
+from hyperfolio.eval.runner import ABLATIONS, EvalProgress, EvalResult, run_eval
 
 console = Console()
 errors = Console(stderr=True)
@@ -123,10 +123,11 @@ def eval_command(
 ) -> None:
     """Measure evidence recall of each retrieval strategy on benchmark questions."""
     chosen = [s.strip() for s in strategies.split(",") if s.strip()]
-    unknown = [s for s in chosen if s not in STRATEGIES]
+    unknown = [s for s in chosen if s not in STRATEGIES and s not in ABLATIONS]
     if not chosen or unknown:
         errors.print(
-            f"[red]error:[/red] unknown strategy {', '.join(unknown) or '(none)'}; choose from {', '.join(STRATEGIES)}"
+            f"[red]error:[/red] unknown strategy {', '.join(unknown) or '(none)'}; "
+            f"choose from {', '.join([*STRATEGIES, *ABLATIONS])}"
         )
         raise typer.Exit(2)
     specs = list(dataset or DEFAULT_DATASETS)

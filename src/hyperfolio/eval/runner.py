@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +170,17 @@ def _check_embedder(collection: Collection, wanted: str | None) -> None:
         )
 
 
+# Ablations of the hypergraph build, run as strategies on a copy of the collection with its graph rebuilt.
+ABLATIONS: dict[str, dict[str, object]] = {
+    "dual-textonly": {"multimodal": False},  # without multimodal extraction: text chunks only
+    "dual-norefine": {"refine": False},  # without anchor-driven refinement
+}
+
+
+def _ablation_settings(settings: Settings, strategy: str) -> Settings:
+    return replace(settings, build=replace(settings.build, **ABLATIONS[strategy]))
+
+
 def run_eval(
     dataset: EvalDataset,
     strategies: Sequence[str],
@@ -212,12 +223,17 @@ def run_eval(
             collection.graph_embedder.embed(["warm-up"])
         if any(s in ("dense", "hybrid") or s.startswith("dual") for s in strategies) or answers:
             collection.embedder.embed(["warm-up"])  # model load must not count as query latency
+        variants = {
+            s: collection.variant(directory.with_name(f"{directory.name}-{s}"), _ablation_settings(settings, s))
+            for s in strategies
+            if s in ABLATIONS
+        }
         progress.querying(len(questions) * len(strategies))
         for question in questions:
             for strategy in strategies:
                 records.append(
                     _run_one(
-                        collection,
+                        variants.get(strategy, collection),
                         question,
                         strategy,
                         doc_ids[question.doc_ref],
@@ -229,6 +245,8 @@ def run_eval(
                 )
                 progress.query_finished(strategy)
         embedder_name = collection.embedder_name
+        for variant in variants.values():
+            variant.close()
 
     overall = {s: summarise([r for r in records if r.strategy == s], k_values) for s in strategies}
     by_qid = {q.qid: q for q in questions}
@@ -266,7 +284,8 @@ def _run_one(
     answers: bool,
 ) -> QueryRecord:
     began = time.perf_counter()
-    evidence = collection.retrieve(question.question, mode=strategy, k=depth, doc=doc_id)
+    mode = "dual" if strategy in ABLATIONS else strategy
+    evidence = collection.retrieve(question.question, mode=mode, k=depth, doc=doc_id)
     seconds = time.perf_counter() - began
     recall, answer_recall = score_package(question, evidence, evidence_kind, k_values, doc_id)
     record = QueryRecord(

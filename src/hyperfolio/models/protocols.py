@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @runtime_checkable
@@ -36,3 +39,16 @@ class VisionModel(Protocol):
     name: str
 
     def describe(self, prompt: str, images: Sequence[bytes], **params: Any) -> str: ...
+
+
+@runtime_checkable
+class StructuredChatModel(ChatModel, Protocol):
+    """A chat model that returns replies validated against a pydantic model, counted under `stage`."""
+
+    def complete_json(
+        self, messages: Sequence[dict[str, Any]], model_type: type[M], stage: str | None = None, **params: Any
+    ) -> M: ...
+
+    async def acomplete_json(
+        self, messages: Sequence[dict[str, Any]], model_type: type[M], stage: str | None = None, **params: Any
+    ) -> M: ...

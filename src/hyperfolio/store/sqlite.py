@@ -628,6 +628,23 @@ class SQLiteStore:
                 (anchor_id, signature, json.dumps(list(edge_ids)), time.time()),
             )
 
+    def copy_to(self, directory: str | Path) -> SQLiteStore:
+        """A consistent copy of this database in another directory (SQLite's online backup)."""
+        target = SQLiteStore(directory)
+        with self._lock, target._lock:
+            self._db.backup(target._db)
+        target._matrices.clear()
+        return target
+
+    def clear_graph(self) -> None:
+        """Forget the hypergraph (entities, hyperedges, refinement state and their vectors); chunks stay."""
+        with self.transaction() as db:
+            for table in ("provenance", "incidence", "hyperedges", "entities", "refine_state"):
+                db.execute(f"DELETE FROM {table}")
+            db.execute("DELETE FROM vectors WHERE space IN ('entity', 'hyperedge')")
+        with self._lock:
+            self._matrices.clear()
+
     def graph_stats(self) -> dict[str, Any]:
         return {
             "entities_by_modality": dict(self._query("SELECT modality, COUNT(*) FROM entities GROUP BY modality")),

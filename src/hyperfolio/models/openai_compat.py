@@ -1,0 +1,816 @@
+"""A client for OpenAI-compatible chat servers (vLLM, SGLang, Ollama, llama.cpp server, hosted APIs).
+
+Structured output: the client asks for `response_format: json_schema` first. Servers differ
+(llama-cpp-python's server answers HTTP 500 to it and accepts only `json_object`), so when the
+first structured call is refused the client steps down a ladder - `json_schema`, `json_object`
+carrying the schema, bare `json_object`, then plain prompting - and remembers the first rung that
+worked. Whatever the server returns is parsed with repair and validated against a pydantic model;
+an invalid reply is sent back once with the error so the model can correct it.
+
+Transport: per-call timeout; bounded retries with exponential backoff and jitter on timeouts,
+connection errors, 429 (honouring Retry-After) and 5xx; a semaphore bounds requests in flight.
+All HTTP runs on one private event loop in a background thread, so the synchronous methods work
+from plain code and from threads, the async ones from any event loop, and both share one
+concurrency limit and one connection pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import email.utils
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from hyperfolio.models.cache import ResponseCache, cache_key
+from hyperfolio.models.errors import (
+    ModelCallError,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelOutputError,
+    ModelTimeoutError,
+)
+from hyperfolio.models.usage import UsageMeter, estimate_tokens
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+# Structured-output strategies, most to least constrained.
+MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format", "grammar", "schema")
+
+
+# --------------------------------------------------------------------------- messages and images
+def image_part(data: bytes, mime: str = "image/png") -> dict[str, Any]:
+    """An `image_url` content part carrying the image inline as a base64 data URL."""
+    encoded = base64.b64encode(data).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{encoded}"}}
+
+
+def _sniff_mime(data: bytes) -> str:
+    if data.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    return "image/png"
+
+
+def user_message(text: str, images: Sequence[bytes] = ()) -> dict[str, Any]:
+    """A user message; with images, its content is a list of one text part and one part per image."""
+    if not images:
+        return {"role": "user", "content": text}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    parts.extend(image_part(img, _sniff_mime(img)) for img in images)
+    return {"role": "user", "content": parts}
+
+
+def system_message(text: str) -> dict[str, Any]:
+    return {"role": "system", "content": text}
+
+
+# --------------------------------------------------------------------------- JSON with repair
+class JSONRepairError(ValueError):
+    """Text that stays unparseable after every repair."""
+
+
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n?(.*?)```", re.S)
+_LITERALS = {"True": "true", "False": "false", "None": "null"}
+
+
+def _string_end(text: str, start: int, quote: str) -> int:
+    """Index just past the string literal opened at `start` (len(text) when it never closes)."""
+    i = start + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == quote:
+            return i + 1
+        i += 1
+    return len(text)
+
+
+def _outermost(text: str) -> str | None:
+    """The first balanced {...} or [...] in `text`, skipping brackets inside strings."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return None
+    start = min(starts)
+    stack: list[str] = []
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            i = _string_end(text, i, '"')
+            continue
+        if ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack[-1] != ch:
+                break
+            stack.pop()
+            if not stack:
+                return text[start : i + 1]
+        i += 1
+    # Unbalanced: fall back to the last closing bracket of the opening kind.
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start : end + 1] if end > start else None
+
+
+def _normalise(text: str, single_quotes: bool) -> str:
+    """Drop trailing commas, turn Python literals into JSON ones and, if asked, 'strings' into "strings"."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = _string_end(text, i, '"')
+            out.append(text[i:j])
+            i = j
+            continue
+        if ch == "'" and single_quotes:
+            j = i + 1
+            buf: list[str] = []
+            while j < n and text[j] != "'":
+                if text[j] == "\\" and j + 1 < n:
+                    buf.append("'" if text[j + 1] == "'" else text[j : j + 2])
+                    j += 2
+                    continue
+                buf.append('\\"' if text[j] == '"' else text[j])
+                j += 1
+            out.append('"' + "".join(buf) + '"')
+            i = j + 1
+            continue
+        if ch == ",":
+            k = i + 1
+            while k < n and text[k].isspace():
+                k += 1
+            if k < n and text[k] in "}]":
+                i += 1
+                continue
+        if ch.isalpha() or ch == "_":
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            word = text[i:j]
+            out.append(_LITERALS.get(word, word))
+            i = j
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def parse_json_reply(text: str) -> Any:
+    """Parse a model's JSON reply, repairing what models commonly get wrong.
+
+    Tries, in order: the text as is; fenced blocks; the outermost {...}/[...] span; that span
+    without trailing commas and with Python literals fixed; and finally with single-quoted
+    strings turned into double-quoted ones. Raises JSONRepairError when nothing parses.
+    """
+    cleaned = _THINK.sub("", text or "").strip()
+    if not cleaned:
+        raise JSONRepairError("the reply is empty")
+    candidates = [cleaned, *(block.strip() for block in _FENCE.findall(cleaned))]
+    first_error: json.JSONDecodeError | None = None
+    seen: set[str] = set()
+    for candidate in candidates:
+        span = _outermost(candidate)
+        variants = [candidate]
+        if span is not None:
+            variants += [span, _normalise(span, single_quotes=False), _normalise(span, single_quotes=True)]
+        for variant in variants:
+            if variant in seen:
+                continue
+            seen.add(variant)
+            try:
+                return json.loads(variant, strict=False)
+            except json.JSONDecodeError as exc:
+                first_error = first_error or exc
+    if not any(ch in cleaned for ch in "{["):
+        raise JSONRepairError("the reply contains no JSON object or array")
+    detail = f"{first_error.msg} at line {first_error.lineno} column {first_error.colno}" if first_error else ""
+    raise JSONRepairError(f"the reply is not valid JSON even after repair ({detail})")
+
+
+def _describe_validation(exc: ValidationError, limit: int = 8) -> str:
+    lines = []
+    for err in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        lines.append(f"{where}: {err.get('msg', 'invalid')}")
+    more = len(exc.errors()) - limit
+    if more > 0:
+        lines.append(f"... and {more} more")
+    return "; ".join(lines)
+
+
+# --------------------------------------------------------------------------- the event loop thread
+class _LoopThread:
+    """One private event loop in a daemon thread, started on first use."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    def in_loop_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def run(self, coro: Awaitable[T]) -> T:
+        if self.in_loop_thread():
+            raise RuntimeError("a synchronous model call was made from the client's own event loop")
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop())  # type: ignore[arg-type]
+        return future.result()
+
+    async def run_async(self, coro: Awaitable[T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop())  # type: ignore[arg-type]
+        return await asyncio.wrap_future(future)
+
+    def stop(self, final: Callable[[], Awaitable[Any]] | None = None) -> None:
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None:
+            return
+        if final is not None and thread is not threading.current_thread():
+            with contextlib.suppress(Exception):  # closing must not fail
+                asyncio.run_coroutine_threadsafe(final(), loop).result(timeout=5)  # type: ignore[arg-type]
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+            loop.close()
+
+
+# --------------------------------------------------------------------------- the client
+@dataclass
+class Completion:
+    """One reply: its text, token counts (estimated when the server sent none) and time spent."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+    seconds: float = 0.0
+    cached: bool = False
+    mode: str | None = None  # structured-output strategy that produced it
+    finish_reason: str | None = None
+
+
+class _FormatRejected(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.body = body
+
+
+def _normalise_base_url(url: str) -> str:
+    url = url.strip().rstrip("/")
+    for suffix in ("/chat/completions", "/completions"):
+        if url.endswith(suffix):
+            url = url[: -len(suffix)]
+    if urlsplit(url).path in ("", "/"):
+        url += "/v1"
+    return url
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _mentions_format(body: str) -> bool:
+    low = body.lower()
+    return any(word in low for word in _FORMAT_WORDS)
+
+
+def _schema_name(name: str) -> str:
+    clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]
+    return clean or "reply"
+
+
+def _json_instruction(schema: Mapping[str, Any]) -> str:
+    return (
+        "\n\nAnswer with JSON only: a single JSON value that conforms to the JSON Schema below. "
+        "Do not add explanations, markdown or code fences.\nJSON Schema:\n"
+        + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    )
+
+
+def _with_instruction(messages: Sequence[Mapping[str, Any]], extra: str) -> list[dict[str, Any]]:
+    """A copy of `messages` with `extra` appended to the last user message (or a new one)."""
+    out = [dict(m) for m in messages]
+    for message in reversed(out):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            message["content"] = content + extra
+            return out
+        if isinstance(content, list):
+            message["content"] = [*content, {"type": "text", "text": extra.strip()}]
+            return out
+    out.append({"role": "user", "content": extra.strip()})
+    return out
+
+
+class OpenAICompatClient:
+    """Chat and vision over an OpenAI-compatible `/chat/completions` endpoint.
+
+    Implements the ChatModel and VisionModel protocols, plus typed JSON helpers. Sync methods
+    (`complete`, `complete_json`, `complete_json_many`, `describe`) block the calling thread;
+    async twins (`acomplete`, `acomplete_json`, `adescribe`) can be awaited from any event loop.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str = "",
+        role: str = "chat",
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        concurrency: int = 4,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        structured: str = "auto",
+        cache: ResponseCache | None = None,
+        usage: UsageMeter | None = None,
+        backoff: float = 0.5,
+        max_retry_wait: float = 60.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("a model name is required")
+        if structured != "auto" and structured not in MODES:
+            raise ValueError(f"structured must be 'auto' or one of {', '.join(MODES)}, not {structured!r}")
+        self.base_url = _normalise_base_url(base_url)
+        self.model = model
+        self.name = model
+        self.role = role
+        self.timeout = float(timeout)
+        self.max_retries = max(0, int(max_retries))
+        self.concurrency = max(1, int(concurrency))
+        self.temperature = temperature
+        self.max_tokens = max_tokens or None
+        self.cache = cache
+        self.usage = usage
+        self.backoff = float(backoff)
+        self.max_retry_wait = float(max_retry_wait)
+        self._headers = {"Content-Type": "application/json", **(headers or {})}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._transport = transport
+        # Structured-output support: None = not yet known, True = works, False = refused.
+        first = 0 if structured == "auto" else MODES.index(structured)
+        self._modes: dict[str, bool | None] = {m: (False if i < first else None) for i, m in enumerate(MODES)}
+        self._modes["prompt"] = True
+        if structured != "auto":
+            self._modes[structured] = True
+        self._runner = _LoopThread(f"hyperfolio-llm-{role}")
+        self._http: httpx.AsyncClient | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._probe_lock: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatClient(model={self.model!r}, base_url={self.base_url!r}, role={self.role!r})"
+
+    # ------------------------------------------------------------------ public: sync
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], *, schema: Mapping[str, Any] | None = None, **params: Any
+    ) -> str:
+        """The reply's text; with `schema`, a JSON text (repaired, parsed and re-serialised)."""
+        return self._runner.run(self._acomplete(messages, schema, params))
+
+    def complete_json(
+        self, messages: Sequence[Mapping[str, Any]], model_type: type[M], stage: str | None = None, **params: Any
+    ) -> M:
+        """The reply as a validated `model_type` instance (see the module docstring for the strategy)."""
+        return self._runner.run(self._acomplete_json(messages, model_type, stage, params))
+
+    def complete_json_many(
+        self,
+        batch: Sequence[Sequence[Mapping[str, Any]]],
+        model_type: type[M],
+        stage: str | None = None,
+        *,
+        return_exceptions: bool = False,
+        **params: Any,
+    ) -> list[M | BaseException]:
+        """Many `complete_json` calls at once, at most `concurrency` in flight; results in input order."""
+
+        async def run_all() -> list[Any]:
+            jobs = [self._acomplete_json(m, model_type, stage, params) for m in batch]
+            return await asyncio.gather(*jobs, return_exceptions=return_exceptions)
+
+        return self._runner.run(run_all())
+
+    def describe(self, prompt: str, images: Sequence[bytes], **params: Any) -> str:
+        """VisionModel: the reply to `prompt` about `images` (PNG/JPEG bytes)."""
+        params.setdefault("stage", "vision")
+        return self.complete([user_message(prompt, images)], **params)
+
+    # ------------------------------------------------------------------ public: async
+    async def acomplete(
+        self, messages: Sequence[Mapping[str, Any]], *, schema: Mapping[str, Any] | None = None, **params: Any
+    ) -> str:
+        return await self._runner.run_async(self._acomplete(messages, schema, params))
+
+    async def acomplete_json(
+        self, messages: Sequence[Mapping[str, Any]], model_type: type[M], stage: str | None = None, **params: Any
+    ) -> M:
+        return await self._runner.run_async(self._acomplete_json(messages, model_type, stage, params))
+
+    async def adescribe(self, prompt: str, images: Sequence[bytes], **params: Any) -> str:
+        params.setdefault("stage", "vision")
+        return await self.acomplete([user_message(prompt, images)], **params)
+
+    # ------------------------------------------------------------------ public: state
+    @property
+    def structured_mode(self) -> str:
+        """The structured-output strategy the next call will try first."""
+        return next(m for m in MODES if self._modes[m] is not False)
+
+    @property
+    def structured_support(self) -> dict[str, bool | None]:
+        return dict(self._modes)
+
+    def models(self) -> list[str]:
+        """Model ids the server lists at /models (one GET; retried like any call)."""
+
+        async def fetch() -> list[str]:
+            http = self._client()
+            try:
+                async with asyncio.timeout(self.timeout):
+                    resp = await http.get(f"{self.base_url}/models", headers=self._headers)
+            except (TimeoutError, httpx.TimeoutException) as exc:
+                raise ModelTimeoutError(self.model, self.base_url, f"timeout after {self.timeout:g} s") from exc
+            except httpx.TransportError as exc:
+                raise ModelConnectionError(self.model, self.base_url, f"cannot connect ({exc!r})") from exc
+            if resp.status_code >= 400:
+                raise ModelHTTPError(self.model, self.base_url, resp.status_code, resp.text)
+            return [str(item.get("id")) for item in resp.json().get("data", [])]
+
+        return self._runner.run(fetch())
+
+    def close(self) -> None:
+        async def shutdown() -> None:
+            if self._http is not None:
+                await self._http.aclose()
+                self._http = None
+
+        self._runner.stop(shutdown)
+        self._semaphore = None
+        self._probe_lock = None
+
+    def __enter__(self) -> OpenAICompatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ internals (run on the private loop)
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout + 1.0), limits=limits, transport=self._transport
+            )
+        return self._http
+
+    def _sampling(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
+        if self.max_tokens:
+            out["max_tokens"] = self.max_tokens
+        out.update({k: v for k, v in params.items() if v is not None})
+        return out
+
+    async def _acomplete(
+        self, messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any] | None, params: dict[str, Any]
+    ) -> str:
+        params = dict(params)
+        stage = params.pop("stage", None) or self.role
+        if schema is not None:
+            obj = await self._astructured(messages, dict(schema), stage, params, "reply", lambda value: value)
+            return json.dumps(obj, ensure_ascii=False)
+        sampling = self._sampling(params)
+        key = cache_key(self.model, messages, None, sampling)
+        hit = await self._cache_get(key, stage)
+        if hit is not None:
+            return hit
+        reply = await self._send({"model": self.model, "messages": list(messages), **sampling}, stage, probe=False)
+        await self._cache_put(key, reply)
+        return reply.text
+
+    async def _acomplete_json(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        model_type: type[M],
+        stage: str | None,
+        params: dict[str, Any],
+    ) -> M:
+        params = dict(params)
+        stage = stage or params.pop("stage", None) or self.role
+        params.pop("stage", None)
+        schema = model_type.model_json_schema()
+        return await self._astructured(messages, schema, stage, params, model_type.__name__, model_type.model_validate)
+
+    async def _astructured(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        schema: dict[str, Any],
+        stage: str,
+        params: dict[str, Any],
+        name: str,
+        validate: Callable[[Any], T],
+    ) -> T:
+        sampling = self._sampling(params)
+        key = cache_key(self.model, messages, schema, sampling)
+        if self.cache is not None:
+            cached = await asyncio.to_thread(self.cache.get, key)
+            if cached is not None:
+                try:
+                    value = validate(parse_json_reply(cached.response))
+                except (JSONRepairError, ValidationError):
+                    await asyncio.to_thread(self.cache.discard, key)
+                else:
+                    if self.usage is not None:
+                        await asyncio.to_thread(self.usage.record_hit, stage)
+                    return value
+        conversation = [dict(m) for m in messages]
+        attempts = 0
+        while True:
+            attempts += 1
+            reply = await self._send_structured(conversation, schema, stage, sampling, name)
+            try:
+                parsed = parse_json_reply(reply.text)
+                value = validate(parsed)
+            except JSONRepairError as exc:
+                problem, feedback = f"invalid JSON after repair: {exc}", f"It could not be parsed as JSON: {exc}."
+            except ValidationError as exc:
+                detail = _describe_validation(exc)
+                problem = f"the reply does not match the {name} schema: {detail}"
+                feedback = f"It is JSON but does not match the schema: {detail}."
+            else:
+                reply.text = json.dumps(parsed, ensure_ascii=False)
+                await self._cache_put(key, reply)
+                return value
+            if attempts >= 2:
+                raise ModelOutputError(
+                    self.model, self.base_url, problem, raw=reply.text, stage=stage, attempts=attempts
+                )
+            conversation = [
+                *conversation,
+                {"role": "assistant", "content": reply.text},
+                {
+                    "role": "user",
+                    "content": f"Your previous reply cannot be used. {feedback} "
+                    "Send the corrected JSON now, and nothing else.",
+                },
+            ]
+
+    async def _send_structured(
+        self,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any],
+        stage: str,
+        sampling: dict[str, Any],
+        name: str,
+    ) -> Completion:
+        refused_now: list[str] = []
+        try:
+            while True:
+                mode = self.structured_mode
+                body = self._structured_body(messages, schema, sampling, mode, name)
+                try:
+                    if self._modes[mode] is None:
+                        if self._probe_lock is None:
+                            self._probe_lock = asyncio.Lock()
+                        async with self._probe_lock:
+                            if self._modes[mode] is False:
+                                continue  # another call found it refused while we waited
+                            reply = await self._send(body, stage, probe=self._modes[mode] is None)
+                    else:
+                        reply = await self._send(body, stage, probe=False)
+                except _FormatRejected:
+                    self._modes[mode] = False
+                    refused_now.append(mode)
+                    continue
+                self._modes[mode] = True
+                reply.mode = mode
+                return reply
+        except ModelCallError:
+            # Everything failed, probably not because of the format: forget what this call concluded.
+            for mode in refused_now:
+                if self._modes[mode] is False:
+                    self._modes[mode] = None
+            raise
+
+    def _structured_body(
+        self,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any],
+        sampling: dict[str, Any],
+        mode: str,
+        name: str,
+    ) -> dict[str, Any]:
+        if mode != "json_schema":
+            messages = _with_instruction(messages, _json_instruction(schema))
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **sampling}
+        if mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": _schema_name(name), "schema": schema, "strict": False},
+            }
+        elif mode == "json_object_schema":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    async def _cache_get(self, key: str, stage: str) -> str | None:
+        if self.cache is None:
+            return None
+        cached = await asyncio.to_thread(self.cache.get, key)
+        if cached is None:
+            return None
+        if self.usage is not None:
+            await asyncio.to_thread(self.usage.record_hit, stage)
+        return cached.response
+
+    async def _cache_put(self, key: str, reply: Completion) -> None:
+        if self.cache is not None:
+            await asyncio.to_thread(
+                self.cache.put, key, self.model, reply.text, reply.prompt_tokens, reply.completion_tokens
+            )
+
+    def _wait(self, attempt: int) -> float:
+        base = min(self.max_retry_wait, self.backoff * (2**attempt))
+        return base * random.uniform(0.5, 1.0)
+
+    async def _send(self, body: dict[str, Any], stage: str, *, probe: bool) -> Completion:
+        """POST one chat completion with retries; raises a ModelCallError subclass or _FormatRejected."""
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+        http = self._client()
+        url = f"{self.base_url}/chat/completions"
+        has_format = "response_format" in body
+        attempts = self.max_retries + 1
+        failure: ModelCallError | None = None
+        for attempt in range(attempts):
+            started = time.monotonic()
+            wait = self._wait(attempt)
+            try:
+                async with self._semaphore:
+                    started = time.monotonic()
+                    async with asyncio.timeout(self.timeout):
+                        resp = await http.post(url, json=body, headers=self._headers)
+            except (TimeoutError, httpx.TimeoutException):
+                failure = ModelTimeoutError(self.model, self.base_url, f"timeout after {self.timeout:g} s", stage=stage)
+            except httpx.TransportError as exc:
+                reason = f"connection failed ({type(exc).__name__}: {exc})"
+                failure = ModelConnectionError(self.model, self.base_url, reason, stage=stage)
+            else:
+                elapsed = time.monotonic() - started
+                status = resp.status_code
+                if status < 400:
+                    try:
+                        data = resp.json()
+                    except ValueError:
+                        failure = ModelHTTPError(
+                            self.model, self.base_url, status, "body is not JSON: " + resp.text, stage=stage
+                        )
+                    else:
+                        return await self._completion(data, body, stage, elapsed, attempt)
+                else:
+                    text = resp.text
+                    if has_format and status != 429:
+                        refused = status in (400, 422, 500) and _mentions_format(text)
+                        if refused or (probe and status not in (401, 403, 404)):
+                            raise _FormatRejected(status, text)
+                    failure = ModelHTTPError(self.model, self.base_url, status, text, stage=stage)
+                    if status == 429:
+                        after = _retry_after(resp.headers.get("Retry-After"))
+                        if after is not None:
+                            wait = min(after, self.max_retry_wait)
+                    elif status < 500 and status != 408:
+                        raise type(failure)(**_rebuild(failure, attempt + 1))
+            if attempt + 1 >= attempts:
+                break
+            if self.usage is not None:
+                await asyncio.to_thread(self.usage.record_retry, stage, time.monotonic() - started)
+            await asyncio.sleep(wait)
+        assert failure is not None
+        raise type(failure)(**_rebuild(failure, attempts))
+
+    async def _completion(
+        self, data: Mapping[str, Any], body: Mapping[str, Any], stage: str, elapsed: float, retries: int
+    ) -> Completion:
+        try:
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+            text = message.get("content")
+            if text is None:
+                text = choice.get("text") or ""
+            if isinstance(text, list):  # some servers return content parts
+                text = "".join(str(p.get("text", "")) for p in text if isinstance(p, Mapping))
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            excerpt = json.dumps(data)[:300]
+            raise ModelCallError(
+                self.model, self.base_url, f"unexpected response shape ({exc!r}): {excerpt}", stage=stage
+            ) from exc
+        usage = data.get("usage") or {}
+        prompt_tokens = usage.get("prompt_tokens")
+        completion_tokens = usage.get("completion_tokens")
+        estimated = prompt_tokens is None or completion_tokens is None
+        if prompt_tokens is None:
+            prompt_tokens = estimate_tokens(body.get("messages") or [])
+        if completion_tokens is None:
+            completion_tokens = estimate_tokens(str(text))
+        reply = Completion(
+            text=str(text),
+            prompt_tokens=int(prompt_tokens),
+            completion_tokens=int(completion_tokens),
+            estimated=estimated,
+            seconds=elapsed,
+            finish_reason=choice.get("finish_reason") if isinstance(choice, Mapping) else None,
+        )
+        if self.usage is not None:
+            await asyncio.to_thread(
+                self.usage.record,
+                stage,
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                seconds=elapsed,
+                estimated=estimated,
+            )
+        return reply
+
+
+def _rebuild(failure: ModelCallError, attempts: int) -> dict[str, Any]:
+    """Constructor arguments that recreate `failure` with the final attempt count in its message."""
+    if isinstance(failure, ModelHTTPError):
+        return {
+            "model": failure.model,
+            "base_url": failure.base_url,
+            "status": failure.status,
+            "body": failure.body,
+            "stage": failure.stage,
+            "attempts": attempts,
+        }
+    return {
+        "model": failure.model,
+        "base_url": failure.base_url,
+        "reason": failure.reason,
+        "stage": failure.stage,
+        "attempts": attempts,
+    }

@@ -1,0 +1,136 @@
+"""Which language model serves which role, from settings; None when a role has none (offline).
+
+Roles: "extract" (entities and hyperedges from pages), "keywords" (query decomposition),
+"answer" (answers with citations) and "vision" (figures and page images). A role is served when
+a model name resolves for it: `models.<role>_model`, else `models.model`. The vision role needs
+its own `vision_model`, so a text-only model is never sent images by accident.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from hyperfolio.config import ModelOptions, Settings
+from hyperfolio.models.cache import ResponseCache
+from hyperfolio.models.errors import ModelConfigError
+from hyperfolio.models.openai_compat import OpenAICompatClient
+from hyperfolio.models.usage import StageUsage, UsageMeter
+
+ROLES = ("extract", "keywords", "answer", "vision")
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    role: str
+    base_url: str
+    model: str
+    api_key: str = ""
+
+    def __repr__(self) -> str:  # never print the key
+        return f"Endpoint(role={self.role!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+
+def _options(settings: Settings | ModelOptions) -> ModelOptions:
+    return settings if isinstance(settings, ModelOptions) else settings.models
+
+
+def resolve_endpoint(role: str, settings: Settings | ModelOptions) -> Endpoint | None:
+    """The server and model for `role`, or None when no model is configured for it."""
+    if role not in ROLES:
+        raise ValueError(f"unknown model role {role!r}; expected one of {', '.join(ROLES)}")
+    opts = _options(settings)
+    model = getattr(opts, f"{role}_model") or ("" if role == "vision" else opts.model)
+    if not model:
+        return None
+    api_key = getattr(opts, f"{role}_api_key") or opts.api_key
+    base_url = getattr(opts, f"{role}_base_url") or opts.base_url
+    if not base_url:
+        if not api_key:
+            raise ModelConfigError(
+                f"model {model!r} is configured for {role} but no server is: set HYPERFOLIO_MODELS_BASE_URL "
+                "(or [models] base_url, or OPENAI_BASE_URL)"
+            )
+        base_url = OPENAI_DEFAULT_URL
+    return Endpoint(role=role, base_url=base_url, model=model, api_key=api_key)
+
+
+def make_chat_model(
+    role: str,
+    settings: Settings | ModelOptions,
+    cache: ResponseCache | None = None,
+    usage: UsageMeter | None = None,
+) -> OpenAICompatClient | None:
+    """A client for `role` (it also serves as the VisionModel for "vision"), or None when offline."""
+    endpoint = resolve_endpoint(role, settings)
+    if endpoint is None:
+        return None
+    opts = _options(settings)
+    return OpenAICompatClient(
+        endpoint.base_url,
+        endpoint.model,
+        api_key=endpoint.api_key,
+        role=role,
+        timeout=opts.timeout,
+        max_retries=opts.max_retries,
+        concurrency=opts.concurrency,
+        temperature=opts.temperature,
+        max_tokens=opts.max_tokens or None,
+        structured=opts.structured,
+        cache=cache if opts.cache else None,
+        usage=usage,
+        max_retry_wait=opts.max_retry_wait,
+    )
+
+
+def make_vision_model(
+    settings: Settings | ModelOptions, cache: ResponseCache | None = None, usage: UsageMeter | None = None
+) -> OpenAICompatClient | None:
+    return make_chat_model("vision", settings, cache, usage)
+
+
+class ModelSet:
+    """The clients of every configured role over one collection database, sharing cache and usage.
+
+    Clients are made on first use; each role has its own (its own concurrency limit, and its
+    role as the default stage name in the usage table).
+    """
+
+    def __init__(self, settings: Settings | ModelOptions, database: str | Path | None = None) -> None:
+        self.options = _options(settings)
+        self.cache = ResponseCache(database) if database is not None and self.options.cache else None
+        self.usage = UsageMeter(database)
+        self._lock = threading.Lock()
+        self._clients: dict[str, OpenAICompatClient | None] = {}
+
+    def get(self, role: str) -> OpenAICompatClient | None:
+        with self._lock:
+            if role not in self._clients:
+                self._clients[role] = make_chat_model(role, self.options, self.cache, self.usage)
+            return self._clients[role]
+
+    @property
+    def configured(self) -> bool:
+        """True when at least one role has a model (the language-model path is on)."""
+        return any(resolve_endpoint(role, self.options) is not None for role in ROLES)
+
+    def snapshot(self) -> dict[str, StageUsage]:
+        return self.usage.snapshot()
+
+    def close(self) -> None:
+        with self._lock:
+            for client in self._clients.values():
+                if client is not None:
+                    client.close()
+            self._clients.clear()
+        if self.cache is not None:
+            self.cache.close()
+        self.usage.close()
+
+    def __enter__(self) -> ModelSet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
