@@ -75,6 +75,9 @@ class _BarProgress(AddProgress):
     def chunks_embedded(self, count: int) -> None:
         self.progress.update(self.task, current=f"{self.name} embedding")
 
+    def graph_stage(self, stage: str) -> None:
+        self.progress.update(self.task, current=f"{self.name} {stage}")
+
     def file_finished(self, result: AddResult) -> None:
         if result.status in {"added", "resumed", "replaced"}:
             self.pages += result.pages

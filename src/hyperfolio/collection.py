@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, Uns
 from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
 from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.protocols import Embedder
+from hyperfolio.models.usage import read_usage
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
@@ -436,6 +437,7 @@ class Collection:
     def stats(self) -> dict[str, Any]:
         out = self.store.stats()
         out["embedder"] = self.store.get_meta("embedder") or self.settings.embedder
+        out["model_usage"] = {stage: asdict(usage) for stage, usage in read_usage(self.path).items()}
         return out
 
     # ------------------------------------------------------------------ async twins
