@@ -12,6 +12,10 @@ from hyperfolio.phrases import normalize_name
 _DEFINITION = re.compile(r"([A-Z][\w\-]*(?:\s+(?:of|for|and|the|[A-Z][\w\-]*)){1,8})\s+\(([A-Z][A-Za-z0-9\-]{1,9})\)")
 
 
+# Entities named by their place in one document: merged within it, never across documents.
+DOCUMENT_LOCAL_TYPES = frozenset({"table", "figure", "reference"})
+
+
 def entity_id(norm_name: str) -> str:
     return "E" + hashlib.sha1(norm_name.encode()).hexdigest()[:14]
 
@@ -77,8 +81,10 @@ def merge(graphs: list[PageGraph], max_description_chars: int = 600) -> MergedGr
         norm = normalize_name(name)
         return alias_of.get(norm, norm)
 
-    def add_entity(e: ExtractedEntity) -> str:
+    def add_entity(e: ExtractedEntity, doc_id: str) -> str:
         norm = canonical(e.name)
+        if e.type in DOCUMENT_LOCAL_TYPES:
+            norm = f"{norm} @{doc_id}"  # "Table 2" of one document is not "Table 2" of another
         eid = entity_id(norm)
         found = merged.entities.get(eid)
         if found is None:
@@ -98,7 +104,7 @@ def merge(graphs: list[PageGraph], max_description_chars: int = 600) -> MergedGr
         return eid
 
     for graph in graphs:
-        ids = {e.name: add_entity(e) for e in graph.entities}
+        ids = {e.name: add_entity(e, graph.doc_id) for e in graph.entities}
         for edge in graph.edges:
             add_edge(merged, edge, ids)
     return merged
