@@ -23,7 +23,7 @@ from hyperfolio.answer import Answerer, ExtractiveAnswerer
 from hyperfolio.build.extract import Extractor
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.pipeline import GraphReport, build_document_graph
-from hyperfolio.build.refine import OfflineRefiner, Refiner
+from hyperfolio.build.refine import OfflineRefiner, Refiner, refine_anchors
 from hyperfolio.config import Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
 from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
@@ -379,7 +379,12 @@ class Collection:
         """Delete a document (by id, name or path) and everything only it supported."""
         with self._lock:
             info = self.resolve(ref)
+            touched = self.store.document_entities(info.doc_id)
             self.store.remove_document(info.doc_id)
+            if touched and self.settings.build.hypergraph and self.settings.build.refine:
+                # Anchors that shared pages with the removed document lost part of their star: refine them again.
+                survivors = [e.entity_id for e in self.store.get_entities(touched)]
+                refine_anchors(self.store, self.refiner, survivors, self.settings.build.anchor_min_pages)
         image_dir = self.path / "images" / info.doc_id
         if image_dir.exists():
             for file in image_dir.iterdir():

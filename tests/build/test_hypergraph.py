@@ -122,6 +122,9 @@ def test_removing_a_document_removes_what_only_it_supported(fleet):
     names = {r[0] for r in graph_rows(col, "SELECT name FROM entities")}
     assert "Maersk Line" not in names  # only the removed document named it
     assert "Rotterdam" in names and "Aurora" in names  # still supported by the fleet report
+    refined = graph_rows(col, "SELECT description FROM hyperedges WHERE level = 'refine'")
+    rotterdam = [d for (d,) in refined if d.startswith("Rotterdam")]
+    assert rotterdam and all("Maersk" not in d for d in rotterdam)  # its refined edge was redone without them
 
 
 def test_dual_mode_returns_structured_evidence(fleet):
