@@ -86,3 +86,24 @@ def test_demo_answers_with_a_page_citation(tmp_path):
     assert "Answer:" in text
     assert "North Sea" in text
     assert "p.2" in text
+
+
+def test_dual_mode_and_build_command(collection):
+    result = runner.invoke(app, ["ask", "What does the osprey eat?", "-c", str(collection), "--mode", "dual", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert "fish" in data["answer"]
+    assert data["evidence"]["strategy"] == "dual"
+    assert data["evidence"]["keywords"]["low"]
+    notes = collection.parent / "ports.md"
+    notes.write_text("# Ports\n\nRotterdam and Antwerp compete for the Maersk Line and Hapag-Lloyd services.\n")
+    assert runner.invoke(app, ["add", str(notes), "-c", str(collection)]).exit_code == 0
+    shown = runner.invoke(
+        app, ["ask", "Which ports compete for Maersk Line?", "-c", str(collection), "--mode", "dual", "--evidence"]
+    )
+    assert shown.exit_code == 0 and "hypergraph evidence" in shown.output, shown.output
+    assert "Rotterdam" in shown.output
+    built = runner.invoke(app, ["build", "-c", str(collection)])
+    assert built.exit_code == 0 and "0 documents built" in built.output  # already built by `add`
+    stats = json.loads(runner.invoke(app, ["stats", "-c", str(collection), "--json"]).output)
+    assert stats["entities"] > 0 and stats["hyperedges_by_level"]
