@@ -20,15 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from hyperfolio.answer import Answerer, ExtractiveAnswerer
+from hyperfolio.answer_llm import LLMAnswerer
 from hyperfolio.build.extract import Extractor
+from hyperfolio.build.extract_llm import LLMExtractor
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.pipeline import GraphReport, build_document_graph
 from hyperfolio.build.refine import OfflineRefiner, Refiner, refine_anchors
+from hyperfolio.build.refine_llm import LLMRefiner
 from hyperfolio.config import Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
 from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
 from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.protocols import Embedder
+from hyperfolio.models.registry import ModelSet
 from hyperfolio.models.usage import read_usage
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
@@ -131,6 +135,7 @@ class Collection:
         self._embedder = embedder
         self._graph_embedder: Embedder | None = None
         self._answerer = answerer
+        self._models: ModelSet | None = None
         self.last_graph_report: GraphReport | None = None
         # One writer at a time per collection object: add and remove check, then write.
         self._lock = threading.RLock()
@@ -171,24 +176,56 @@ class Collection:
             return self._graph_embedder
 
     @property
+    def models(self) -> ModelSet:
+        """Language and vision model clients for the configured roles, sharing this collection's cache."""
+        with self._lock:
+            if self._models is None:
+                self._models = ModelSet(self.settings, self.path)
+            return self._models
+
+    def _usage_note(self) -> str:
+        """' (12 calls, 34,567 tokens)' while language models are in use this run, else ''."""
+        if self._models is None or not self._models.configured:
+            return ""
+        usage = self._models.snapshot().values()
+        calls = sum(u.calls for u in usage)
+        tokens = sum(u.total_tokens for u in usage)
+        hits = sum(u.cache_hits for u in usage)
+        return f" ({calls} model calls, {tokens:,} tokens, {hits} cached)"
+
+    def _image_bytes(self, relative: str) -> bytes | None:
+        path = self.path / relative
+        return path.read_bytes() if path.is_file() else None
+
+    @property
     def extractor(self) -> Extractor:
-        return OfflineExtractor(
+        offline = OfflineExtractor(
             multimodal=self.settings.build.multimodal,
             max_entities_per_page=self.settings.build.max_entities_per_page,
+        )
+        chat = self.models.get("extract")
+        if chat is None:
+            return offline
+        vision = self.models.get("vision") if self.settings.build.multimodal else None
+        return LLMExtractor(
+            chat, vision, multimodal=self.settings.build.multimodal, resolve_image=self._image_bytes, offline=offline
         )
 
     @property
     def refiner(self) -> Refiner:
-        return OfflineRefiner()
+        chat = self.models.get("extract")
+        return OfflineRefiner() if chat is None else LLMRefiner(chat)
 
     @property
     def answerer(self) -> Answerer:
         if self._answerer is None:
-            self._answerer = ExtractiveAnswerer(
+            extractive = ExtractiveAnswerer(
                 self.embedder,
                 max_passages=self.settings.answer_sentences,
                 min_score=self.settings.min_answer_score,
             )
+            chat = self.models.get("answer")
+            self._answerer = extractive if chat is None else LLMAnswerer(chat, extractive)
         return self._answerer
 
     # ------------------------------------------------------------------ documents
@@ -317,8 +354,9 @@ class Collection:
                     self.refiner,
                     self.graph_embedder,
                     self.settings.build,
-                    on_stage=progress.graph_stage,
+                    on_stage=lambda stage: progress.graph_stage(stage + self._usage_note()),
                 )
+                progress.graph_stage("built" + self._usage_note())
             self.store.set_stage(info.doc_id, STAGE_GRAPHED)
         self.store.set_stage(info.doc_id, STAGE_READY)
 
@@ -402,6 +440,7 @@ class Collection:
             rrf_k=self.settings.rrf_k,
             graph_embedder=self.graph_embedder,
             dual=self.settings.dual,
+            keyword_model=self.models.get("keywords"),
         )
 
     def _scope(self, doc: str | Sequence[str] | None) -> list[str] | None:
@@ -467,6 +506,8 @@ class Collection:
         return await asyncio.to_thread(self.stats)
 
     def close(self) -> None:
+        if self._models is not None:
+            self._models.close()
         self.store.close()
 
     def __enter__(self) -> Collection:

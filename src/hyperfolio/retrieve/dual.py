@@ -58,7 +58,12 @@ class DualStrategy:
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
         options = ctx.dual
-        keywords = decompose(query.text, options.max_keywords)
+        if ctx.keyword_model is not None:
+            from hyperfolio.retrieve.keywords_llm import llm_decompose  # it builds on this module's Keywords
+
+            keywords = llm_decompose(ctx.keyword_model, query.text, options.max_keywords)
+        else:
+            keywords = decompose(query.text, options.max_keywords)
         embedder = ctx.graph_embedder or ctx.embedder
         store = ctx.store
         entity_score: dict[str, float] = {}

@@ -1,0 +1,108 @@
+"""The whole language-model path over real HTTP: build, refine, decompose, answer, with tokens counted."""
+
+from __future__ import annotations
+
+import json
+
+from fake_openai_server import Reply
+
+from hyperfolio import Collection, Settings
+
+FLEET = (
+    "# Fleet Report\n\n## Operations\n\nThe Osprey Shipping Company runs its fleet from Rotterdam.\n\n"
+    "| Vessel | Capacity (TEU) |\n| --- | --- |\n| Aurora | 8,500 |\n\f\n## Outlook\n\n"
+    "Rotterdam stays the home port of the Osprey Shipping Company and the Aurora.\n"
+)
+
+EXTRACTION = {
+    "entities": [
+        {
+            "name": "Osprey Shipping Company",
+            "type": "organization",
+            "description": "a shipping line",
+            "modality": "text",
+            "chunk_refs": [1],
+        },
+        {"name": "Rotterdam", "type": "place", "description": "home port", "modality": "text", "chunk_refs": [1]},
+        {"name": "Aurora", "type": "vessel", "description": "a container ship", "modality": "table", "chunk_refs": [1]},
+    ],
+    "low_edges": [
+        {
+            "source": "Osprey Shipping Company",
+            "target": "Rotterdam",
+            "description": "Osprey Shipping Company is based in Rotterdam",
+            "keywords": ["home port"],
+            "strength": 0.9,
+            "chunk_refs": [1],
+        }
+    ],
+    "high_edges": [
+        {
+            "members": ["Osprey Shipping Company", "Rotterdam", "Aurora"],
+            "description": "The Aurora sails for Osprey Shipping Company out of Rotterdam",
+            "keywords": ["fleet"],
+            "chunk_refs": [1],
+        }
+    ],
+}
+REFINED = {
+    "relations": [
+        {
+            "members": ["Osprey Shipping Company", "Aurora"],
+            "description": "Across the report the Aurora is the Osprey flagship based in Rotterdam",
+            "keywords": ["flagship"],
+            "strength": 0.8,
+            "sources": [1, 2],
+        }
+    ]
+}
+KEYWORDS = {"low": ["Aurora", "Capacity (TEU)"], "high": ["vessel capacity"]}
+ANSWER = {"answer": "The Aurora carries 8,500 TEU.", "citations": [1], "sufficient": True}
+
+
+def respond(request: dict) -> Reply:
+    """Reply by what the request asks for, recognised from its schema or prompt."""
+    text = json.dumps(request)
+    if "low_edges" in text:
+        return Reply.json(EXTRACTION, usage={"prompt_tokens": 400, "completion_tokens": 120, "total_tokens": 520})
+    if "sufficient" in text:
+        return Reply.json(ANSWER, usage={"prompt_tokens": 500, "completion_tokens": 30, "total_tokens": 530})
+    if "relations" in text:
+        return Reply.json(REFINED, usage={"prompt_tokens": 300, "completion_tokens": 60, "total_tokens": 360})
+    return Reply.json(KEYWORDS, usage={"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70})
+
+
+def test_language_model_path_end_to_end(tmp_path, embedder, llm_server):
+    llm_server.handler = respond
+    (tmp_path / "fleet.md").write_text(FLEET)
+    settings = Settings.load(None, models={"base_url": llm_server.url, "model": "fake-model", "max_retries": 1})
+    col = Collection(tmp_path / "col", settings=settings, embedder=embedder)
+    report = col.add([tmp_path / "fleet.md"])
+    assert report.results[0].status == "added", report.results[0].reason
+
+    entities = {e.name for e in col.store.get_entities(col.store.document_entities(report.results[0].doc_id))}
+    assert {"Osprey Shipping Company", "Rotterdam", "Aurora"} <= entities
+    graph = col.stats()
+    assert graph["hyperedges_by_level"].get("refine", 0) >= 1
+
+    answer = col.ask("What is the capacity of the Aurora?", mode="dual")
+    assert answer.answerer == "llm"
+    assert "8,500" in answer.text
+    assert answer.citations and answer.citations[0].title == "Fleet Report"
+    assert answer.evidence.meta["keywords"]["low"] == ["Aurora", "Capacity (TEU)"]
+
+    usage = col.stats()["model_usage"]
+    for stage in ("extract", "refine", "keywords", "answer"):
+        assert usage[stage]["calls"] >= 1, (stage, usage)
+        assert usage[stage]["prompt_tokens"] > 0, (stage, usage)
+    assert usage["extract"]["prompt_tokens"] >= 800  # two pages, 400 tokens each as the server reported
+    col.close()
+
+    # A rebuild of the same content is served from the response cache: no new requests.
+    before = len(llm_server.chat_requests)
+    again = Collection(tmp_path / "col", settings=settings, embedder=embedder)
+    again.store.clear_graph()
+    again.build_graph()
+    assert len(llm_server.chat_requests) == before
+    assert again.stats()["model_usage"]["extract"]["cache_hits"] >= 2
+    again.close()
