@@ -106,3 +106,18 @@ def test_language_model_path_end_to_end(tmp_path, embedder, llm_server):
     assert len(llm_server.chat_requests) == before
     assert again.stats()["model_usage"]["extract"]["cache_hits"] >= 2
     again.close()
+
+
+def test_answer_extraction_step_for_exact_match(llm_server):
+    from hyperfolio.eval.extraction import extract_answer
+    from hyperfolio.eval.metrics import exact_match
+    from hyperfolio.models.registry import ModelSet
+
+    llm_server.handler = lambda request: Reply.json({"answer": "8,500 TEU"})
+    settings = Settings.load(None, models={"base_url": llm_server.url, "model": "fake-model", "max_retries": 1})
+    with ModelSet(settings) as models:
+        chat = models.get("answer")
+        short = extract_answer(chat, "Capacity of the Aurora?", "The table lists the Aurora with 8,500 TEU [1].")
+    assert short == "8,500 TEU"
+    assert exact_match(short, "8,500 TEU") == 1.0
+    assert extract_answer(None, "q", "a long response") == "a long response"  # offline: unchanged

@@ -19,6 +19,7 @@ from hyperfolio.config import Settings
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval import metrics as m
 from hyperfolio.eval.datasets import EvalDataset, EvalQuestion, iter_sources
+from hyperfolio.eval.extraction import extract_answer
 from hyperfolio.model import EvidencePackage
 from hyperfolio.models.protocols import Embedder
 
@@ -303,10 +304,11 @@ def _run_one(
         record.answer_seconds = time.perf_counter() - began
         # Score the answer itself, without citation markers; an abstention scores as an empty answer.
         said = " ".join(reply.support) if reply.sufficient else ""
+        short = extract_answer(collection.models.get("answer"), question.question, said)
         record.answer = reply.text
-        record.em = m.best_over(m.exact_match, said, question.answers)
-        record.f1 = m.best_over(m.token_f1, said, question.answers)
-        record.inclusion = m.best_over(m.inclusion, said, question.answers)
+        record.em = m.best_over(m.exact_match, short, question.answers)
+        record.f1 = m.best_over(m.token_f1, short, question.answers)
+        record.inclusion = m.best_over(m.inclusion, said, question.answers)  # on the full response (B.3.2)
     return record
 
 
