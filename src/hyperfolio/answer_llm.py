@@ -1,0 +1,169 @@
+"""The language-model answerer: an answer with citations from the structured evidence package.
+
+The prompt lays out the package the way Hyper-M2RAG's generator reads it: numbered source chunks
+(with document title, page and modality; tables as rows, figures as caption and OCR text), then
+the hyperedges and entities that led to them when the dual strategy supplied any. The model
+answers in JSON - answer, the numbers of the chunks it used, and whether the evidence suffices.
+When the call fails, or the model cites nothing it was shown, the fallback answerer (the
+extractive one) answers instead, and `Answer.answerer` says why.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from hyperfolio.answer import INSUFFICIENT, Answerer
+from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
+from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.protocols import StructuredChatModel
+
+log = logging.getLogger(__name__)
+
+STAGE = "answer"
+_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+SYSTEM_PROMPT = """\
+You answer questions about documents using only the evidence you are given: numbered source \
+chunks from the documents, and - when available - relations (hyperedges) and entities from a \
+knowledge hypergraph built over them, which show how facts on different pages connect.
+
+Reply in JSON with:
+- answer: a direct, concise answer. Give the exact value, name or phrase when the question asks \
+for one; add a short explanation only when the question calls for it.
+- citations: the numbers of the source chunks that support the answer.
+- sufficient: false when the evidence does not contain the answer (then say so in answer and \
+cite nothing); true otherwise.
+
+Never rely on outside knowledge. Cite only chunk numbers that appear in the evidence."""
+
+
+class AnswerReply(BaseModel):
+    answer: str = ""
+    citations: list[int] = Field(default_factory=list)
+    sufficient: bool = True
+
+    @field_validator("citations", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> list[int]:
+        items = value if isinstance(value, list) else [value]
+        return [int(d) for item in items for d in re.findall(r"\d+", str(item))]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def chunk_body(item: EvidenceItem) -> str:
+    chunk = item.chunk
+    if chunk.modality == "table" and chunk.table:
+        rows = [" | ".join(_one_line(c) for c in row) for row in chunk.table]
+        return ((f"Caption: {_one_line(chunk.caption)}\n") if chunk.caption else "") + "\n".join(rows)
+    if chunk.modality == "image":
+        parts = []
+        if chunk.caption:
+            parts.append(f"Caption: {_one_line(chunk.caption)}")
+        if chunk.ocr_text:
+            parts.append(f"Text in the figure: {_one_line(chunk.ocr_text)}")
+        return "\n".join(parts) or chunk.text
+    return chunk.text.strip()
+
+
+class LLMAnswerer:
+    """Answers from the evidence package with a structured chat model (the `answer` role)."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        chat: StructuredChatModel,
+        fallback: Answerer,
+        *,
+        max_chunks: int = 10,
+        max_chunk_chars: int = 2000,
+        max_hyperedges: int = 10,
+        max_entities: int = 10,
+        stage: str = STAGE,
+    ) -> None:
+        self.chat = chat
+        self.fallback = fallback
+        self.max_chunks = max_chunks
+        self.max_chunk_chars = max_chunk_chars
+        self.max_hyperedges = max_hyperedges
+        self.max_entities = max_entities
+        self.stage = stage
+
+    def messages(self, question: str, evidence: EvidencePackage) -> list[dict[str, Any]]:
+        items = evidence.items[: self.max_chunks]
+        blocks = []
+        for number, item in enumerate(items, 1):
+            cite = item.citation
+            modality = "figure" if cite.modality == "image" else cite.modality
+            section = f" | section: {' > '.join(cite.section_path)}" if cite.section_path else ""
+            head = f"[{number}] {cite.title} | page {cite.page} | {modality}{section}"
+            blocks.append(head + "\n" + _clip(chunk_body(item), self.max_chunk_chars))
+        parts = [f"Question: {question}", "Source chunks:\n\n" + "\n\n".join(blocks)]
+        if evidence.hyperedges:
+            lines = []
+            for hit in evidence.hyperedges[: self.max_hyperedges]:
+                pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
+                members = "; ".join(hit.member_names)
+                description = _clip(_one_line(hit.hyperedge.description), 400)
+                lines.append(f"- ({hit.hyperedge.level}; {pages}) {members}: {description}")
+            parts.append("Relations from the hypergraph:\n" + "\n".join(lines))
+        if evidence.entities:
+            lines = []
+            for hit in evidence.entities[: self.max_entities]:
+                entity = hit.entity
+                kind = ", ".join(x for x in (entity.type, entity.modality) if x)
+                description = _clip(_one_line(entity.description), 200)
+                pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
+                lines.append(f"- {entity.name} ({kind}; {pages}): {description}")
+            parts.append("Entities from the hypergraph:\n" + "\n".join(lines))
+        parts.append("Answer the question from this evidence.")
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+
+    def _fallback(self, question: str, evidence: EvidencePackage, why: str) -> Answer:
+        answer = self.fallback.answer(question, evidence)
+        answer.answerer = f"{answer.answerer} (model failed: {why})"
+        return answer
+
+    def answer(self, question: str, evidence: EvidencePackage) -> Answer:
+        items = evidence.items[: self.max_chunks]
+        if not items:
+            return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+        try:
+            reply = self.chat.complete_json(self.messages(question, evidence), AnswerReply, stage=self.stage)
+        except ModelCallError as exc:
+            log.warning("the answer model failed; answering extractively: %s", exc)
+            return self._fallback(question, evidence, _one_line(exc.reason)[:200])
+        text = _one_line(reply.answer)
+        if not reply.sufficient:
+            return Answer(question, text or INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+        cited = list(dict.fromkeys(n for n in reply.citations if 1 <= n <= len(items)))
+        if not cited or not text:
+            return self._fallback(question, evidence, "no valid citations" if text else "empty answer")
+        citations: list[Citation] = []
+        for number in cited:
+            citation = items[number - 1].citation
+            if citation not in citations:
+                citations.append(citation)
+        bare = _MARKER.sub("", text).strip()
+        bare = re.sub(r"\s+([.,;:])", r"\1", bare)
+        markers = "".join(f"[{i}]" for i in range(1, len(citations) + 1))
+        return Answer(
+            question=question,
+            text=f"{bare} {markers}",
+            citations=citations,
+            evidence=evidence,
+            sufficient=True,
+            answerer=self.name,
+            support=[bare],
+        )

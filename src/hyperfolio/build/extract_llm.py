@@ -1,0 +1,393 @@
+"""The language-model extractor: one structured call per page-level unit (Hyper-M2RAG section 4.2).
+
+The model sees the document title, the page's section path and the page's chunks, numbered so
+it can say which chunks support each entity and hyperedge. Tables are shown as their rows;
+figures as a description from the vision model when one is configured, otherwise as caption and
+OCR text. The reply is validated against a typed schema, then checked against the page: edge
+members must be entities of the page (a member the model forgot to list is added when the page
+text names it, dropped otherwise) and an edge's level follows its member count. A page whose
+call fails after the client's retries is extracted offline instead, so one bad reply never
+sinks a document; such pages are logged and counted in `fallback_pages`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from hyperfolio.build.extract import HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
+from hyperfolio.build.extract_offline import OfflineExtractor
+from hyperfolio.model import Chunk
+from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.protocols import StructuredChatModel, VisionModel
+from hyperfolio.phrases import normalize_name
+
+log = logging.getLogger(__name__)
+
+STAGE = "extract"
+_VISUAL_WORDS = {"visual", "image", "figure", "chart", "graph", "picture", "photo", "diagram", "plot", "map"}
+
+
+# --------------------------------------------------------------------------- reply schema
+def _modality(value: Any) -> str:
+    word = str(value or "").strip().lower()
+    if word in _VISUAL_WORDS:
+        return "visual"
+    return "table" if word == "table" else "text"
+
+
+def _refs(value: Any) -> list[int]:
+    """Chunk numbers as the model wrote them: 3, "3", "[3]", "#3" or a list of those."""
+    items = value if isinstance(value, list) else [value]
+    out: list[int] = []
+    for item in items:
+        out.extend(int(d) for d in re.findall(r"\d+", str(item)))
+    return out
+
+
+def _strength(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 1.0
+    if number > 1.0:  # some models answer on a 1-10 scale
+        number = number / 10.0
+    return min(1.0, max(0.0, number))
+
+
+class EntityReply(BaseModel):
+    name: str
+    type: str = "concept"
+    description: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    modality: str = Field("text", description="text, table or visual")
+    chunk_refs: list[int] = Field(default_factory=list, description="numbers of the chunks that mention it")
+
+    @field_validator("modality", mode="before")
+    @classmethod
+    def _known_modality(cls, value: Any) -> str:
+        return _modality(value)
+
+    @field_validator("chunk_refs", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> list[int]:
+        return _refs(value)
+
+
+class PairReply(BaseModel):
+    source: str
+    target: str
+    description: str = ""
+    keywords: list[str] = Field(default_factory=list)
+    strength: float = 1.0
+    chunk_refs: list[int] = Field(default_factory=list)
+
+    @field_validator("strength", mode="before")
+    @classmethod
+    def _unit_strength(cls, value: Any) -> float:
+        return _strength(value)
+
+    @field_validator("chunk_refs", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> list[int]:
+        return _refs(value)
+
+
+class GroupReply(BaseModel):
+    members: list[str] = Field(description="three or more entity names")
+    description: str = ""
+    keywords: list[str] = Field(default_factory=list)
+    chunk_refs: list[int] = Field(default_factory=list)
+
+    @field_validator("chunk_refs", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> list[int]:
+        return _refs(value)
+
+
+class PageExtraction(BaseModel):
+    entities: list[EntityReply] = Field(default_factory=list)
+    low_edges: list[PairReply] = Field(default_factory=list)
+    high_edges: list[GroupReply] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- prompt
+SYSTEM_PROMPT = """\
+You build a knowledge hypergraph from one page of a document at a time.
+
+From the page you are shown, list:
+1. entities - the specific things the page talks about: people, organisations, places, products, \
+methods, metrics, dates, quantities with their units, and named concepts. Tables and figures are \
+entities too (name them by their label, e.g. "Table 2", or by what they show), and so are a \
+table's column headers and row keys, and the important things a figure shows. For each give a \
+short type, a one-sentence description grounded in the page, aliases that the page itself uses, \
+its modality ("text", "table" or "visual") and chunk_refs, the numbers of the chunks it appears in.
+2. low_edges - pairwise relations: source and target (entity names from your list), a \
+description of how they relate on this page, a few keywords, and a strength between 0 and 1.
+3. high_edges - facts that only make sense with three or more entities together: a chart with \
+its caption and the values it plots, a table row with its key and column values, a sentence \
+linking several entities. Give members (entity names from your list), a description, keywords \
+and chunk_refs.
+
+Use names exactly as they appear on the page. Do not invent facts that the page does not state. \
+Prefer a few precise entities over many vague ones."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _table_rows(chunk: Chunk) -> str:
+    if not chunk.table:
+        return chunk.text
+    lines = []
+    for i, row in enumerate(chunk.table):
+        cells = " | ".join(_one_line(c) for c in row)
+        prefix = "header: " if i < chunk.table_header_rows else ""
+        lines.append(prefix + cells)
+    return "\n".join(lines)
+
+
+class LLMExtractor:
+    """Entities and hyperedges of each page from a structured chat model (the `extract` role)."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        chat: StructuredChatModel,
+        vision: VisionModel | None = None,
+        multimodal: bool = True,
+        batch: int = 4,
+        *,
+        resolve_image: Callable[[str], bytes | None] | None = None,
+        offline: OfflineExtractor | None = None,
+        max_chunk_chars: int = 3000,
+        max_page_chars: int = 12000,
+        stage: str = STAGE,
+    ) -> None:
+        self.chat = chat
+        self.vision = vision
+        self.multimodal = multimodal
+        self.batch = max(1, int(batch))
+        self.resolve_image = resolve_image
+        self.offline = offline or OfflineExtractor(multimodal=multimodal)
+        self.max_chunk_chars = max_chunk_chars
+        self.max_page_chars = max_page_chars
+        self.stage = stage
+        self.pages = 0  # pages sent to the model
+        self.fallback_pages = 0  # pages extracted offline because the model call failed
+        self.image_fallbacks = 0  # figures described by caption and OCR because the vision call failed
+        self.errors: list[str] = []  # one line per failed page: "<doc_id> p.<page>: <reason>"
+        self._lock = threading.Lock()
+        self._figure_notes: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ chunks the model sees
+    def _usable(self, chunk: Chunk) -> bool:
+        if chunk.placeholder:
+            return False
+        if chunk.modality in ("text", "formula"):
+            return bool(chunk.text.strip())
+        return self.multimodal and chunk.modality in ("table", "image")
+
+    def _describe_figures(self, units: list[PageUnit]) -> None:
+        """Vision descriptions of every figure that has its bytes on disk, a few at a time."""
+        if self.vision is None or self.resolve_image is None or not self.multimodal:
+            return
+        todo = [
+            c
+            for u in units
+            for c in u.chunks
+            if c.modality == "image" and c.image_path and not c.placeholder and c.chunk_id not in self._figure_notes
+        ]
+        if not todo:
+            return
+        with ThreadPoolExecutor(max_workers=self.batch) as pool:
+            for chunk, note in zip(todo, pool.map(self._describe_one, todo), strict=True):
+                if note:
+                    self._figure_notes[chunk.chunk_id] = note
+
+    def _describe_one(self, chunk: Chunk) -> str:
+        assert self.vision is not None and self.resolve_image is not None
+        try:
+            data = self.resolve_image(chunk.image_path or "")
+        except OSError as exc:
+            log.warning("cannot read figure %s: %s", chunk.image_path, exc)
+            data = None
+        if not data:
+            return ""
+        context = f" Its caption reads: {_one_line(chunk.caption)}." if chunk.caption else ""
+        prompt = (
+            "Describe this figure from a document in at most five sentences: what kind of figure it is, "
+            "what it shows, and every label, category and number you can read in it." + context
+        )
+        try:
+            return _one_line(self.vision.describe(prompt, [data]))
+        except ModelCallError as exc:
+            log.warning("vision model failed on %s; using caption and OCR text: %s", chunk.chunk_id, exc)
+            with self._lock:
+                self.image_fallbacks += 1
+            return ""
+
+    def _render_chunk(self, number: int, chunk: Chunk) -> str:
+        if chunk.modality == "table":
+            label = "table"
+            body = (f"caption: {_one_line(chunk.caption)}\n" if chunk.caption else "") + _table_rows(chunk)
+        elif chunk.modality == "image":
+            label = "figure"
+            parts = []
+            if chunk.caption:
+                parts.append(f"caption: {_one_line(chunk.caption)}")
+            note = self._figure_notes.get(chunk.chunk_id)
+            if note:
+                parts.append(f"what it shows: {note}")
+            if chunk.ocr_text:
+                parts.append(f"text read from it: {_one_line(chunk.ocr_text)}")
+            body = "\n".join(parts) or chunk.text
+        else:
+            label = chunk.modality
+            body = chunk.text.strip()
+        return f"[{number}] ({label})\n{_clip(body, self.max_chunk_chars)}"
+
+    def messages(self, unit: PageUnit, chunks: list[Chunk]) -> list[dict[str, Any]]:
+        """The conversation for one page; `chunks` are the page's usable chunks, numbered from 1."""
+        paths = list(dict.fromkeys(tuple(c.section_path) for c in chunks if c.section_path))
+        # A heading chunk's path is a prefix of its section's: show only the deepest paths.
+        deepest = [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
+        sections = [" > ".join(p) for p in deepest]
+        head = [f"Document: {unit.title or unit.doc_id}", f"Page: {unit.page}"]
+        if sections:
+            head.append("Section: " + " | ".join(sections[:4]))
+        body, used = [], 0
+        for number, chunk in enumerate(chunks, 1):
+            block = self._render_chunk(number, chunk)
+            if used + len(block) > self.max_page_chars and body:
+                break
+            body.append(block)
+            used += len(block)
+        text = "\n".join(head) + "\n\nChunks of this page:\n\n" + "\n\n".join(body)
+        text += "\n\nExtract the entities, low_edges and high_edges of this page."
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}]
+
+    # ------------------------------------------------------------------ the reply, checked against the page
+    def to_graph(self, unit: PageUnit, chunks: list[Chunk], reply: PageExtraction) -> PageGraph:
+        graph = PageGraph(unit.doc_id, unit.page)
+        ids = [c.chunk_id for c in chunks]
+        page_text = "\n".join(self._visible_text(c) for c in chunks).lower()
+
+        def chunk_ids(refs: list[int]) -> list[str]:
+            return list(dict.fromkeys(ids[r - 1] for r in refs if 1 <= r <= len(ids)))
+
+        by_key: dict[str, ExtractedEntity] = {}
+        for item in reply.entities:
+            name = _one_line(item.name)
+            key = normalize_name(name)
+            if not key:
+                continue
+            cited = chunk_ids(item.chunk_refs) or list(ids)
+            found = by_key.get(key)
+            if found is None:
+                found = ExtractedEntity(
+                    name, _one_line(item.type).lower() or "concept", item.modality, _one_line(item.description)
+                )
+                by_key[key] = found
+                graph.entities.append(found)
+            found.chunks.extend(c for c in cited if c not in found.chunks)
+            for alias in item.aliases:
+                alias = _one_line(alias)
+                if alias and alias != found.name and alias not in found.aliases:
+                    found.aliases.append(alias)
+        alias_key = {normalize_name(a): k for k, e in by_key.items() for a in e.aliases if normalize_name(a)}
+
+        def member(name: str) -> ExtractedEntity | None:
+            name = _one_line(name)
+            key = normalize_name(name)
+            if not key:
+                return None
+            found = by_key.get(key) or by_key.get(alias_key.get(key, ""))
+            if found is None and name.lower() in page_text:
+                # Named on the page but missing from the entity list: add it rather than lose the edge.
+                cited = [c.chunk_id for c in chunks if name.lower() in self._visible_text(c).lower()] or list(ids)
+                found = ExtractedEntity(name, "concept", "text", "", [], cited, 0.5)
+                by_key[key] = found
+                graph.entities.append(found)
+            return found
+
+        def add_edge(names: list[str], description: str, keywords: list[str], strength: float, refs: list[int]):
+            members: list[ExtractedEntity] = []
+            for name in names:
+                found = member(name)
+                if found is not None and all(found is not m for m in members):
+                    members.append(found)
+            if len(members) < 2:
+                return
+            cited = chunk_ids(refs) or list(dict.fromkeys(c for m in members for c in m.chunks)) or list(ids)
+            graph.edges.append(
+                ExtractedEdge(
+                    LOW if len(members) == 2 else HIGH,
+                    [m.name for m in members],
+                    _one_line(description) or " / ".join(m.name for m in members),
+                    [_one_line(k) for k in keywords if k.strip()][:10],
+                    strength,
+                    cited,
+                )
+            )
+
+        for pair in reply.low_edges:
+            add_edge([pair.source, pair.target], pair.description, pair.keywords, pair.strength, pair.chunk_refs)
+        for group in reply.high_edges:
+            add_edge(group.members, group.description, group.keywords, 1.0, group.chunk_refs)
+        return graph
+
+    def _visible_text(self, chunk: Chunk) -> str:
+        if chunk.modality == "image":
+            parts = (chunk.caption, self._figure_notes.get(chunk.chunk_id), chunk.ocr_text)
+            return " ".join(p for p in parts if p)
+        if chunk.modality == "table" and chunk.table:
+            return (chunk.caption or "") + "\n" + _table_rows(chunk)
+        return chunk.text
+
+    # ------------------------------------------------------------------ the document
+    def extract_document(self, units: list[PageUnit]) -> list[PageGraph]:
+        self._describe_figures(units)
+        graphs: list[PageGraph | None] = [None] * len(units)
+        usable = [[c for c in u.chunks if self._usable(c)] for u in units]
+        todo = [i for i, chunks in enumerate(usable) if chunks]
+        for i, unit in enumerate(units):
+            if not usable[i]:
+                graphs[i] = PageGraph(unit.doc_id, unit.page)
+        failed: list[int] = []
+        for start in range(0, len(todo), self.batch):
+            group = todo[start : start + self.batch]
+            conversations = [self.messages(units[i], usable[i]) for i in group]
+            replies = self.chat.complete_json_many(
+                conversations, PageExtraction, stage=self.stage, return_exceptions=True
+            )
+            for i, reply in zip(group, replies, strict=True):
+                self.pages += 1
+                if isinstance(reply, PageExtraction):
+                    graphs[i] = self.to_graph(units[i], usable[i], reply)
+                    continue
+                if not isinstance(reply, ModelCallError):
+                    raise reply  # a bug, not a model failure
+                unit = units[i]
+                log.warning("extraction of %s page %d failed; extracting it offline: %s", unit.doc_id, unit.page, reply)
+                self.errors.append(f"{unit.doc_id} p.{unit.page}: {reply}")
+                self.fallback_pages += 1
+                failed.append(i)
+        if failed:
+            # Offline statistics span the document, so the fallback sees every page, keeps the failed ones.
+            offline = self.offline.extract_document(units)
+            for i in failed:
+                graphs[i] = offline[i]
+        return [g for g in graphs if g is not None]
