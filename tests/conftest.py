@@ -2,12 +2,45 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 import pymupdf
 import pytest
 
 from hyperfolio.models.embed_local import MiniLMEmbedder
+
+
+def _load_fake_server():
+    """Register tests/models/fake_openai_server.py as `fake_openai_server`, so tests can import it."""
+    name = "fake_openai_server"
+    if name not in sys.modules:
+        path = Path(__file__).parent / "models" / "fake_openai_server.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+fake_openai_server = _load_fake_server()
+
+
+@pytest.fixture
+def fake_llm():
+    """A started fake OpenAI-compatible server on 127.0.0.1 (`.url`, `.requests`, `.script(...)`, `.handler`)."""
+    server = fake_openai_server.FakeLLM().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def llm_server(fake_llm):
+    return fake_llm
 
 
 @pytest.fixture(scope="session")

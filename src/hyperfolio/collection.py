@@ -346,19 +346,22 @@ class Collection:
         if info.status == STAGE_EMBEDDED:
             if self.settings.build.hypergraph:
                 progress.graph_stage("building hypergraph")
-                self.last_graph_report = build_document_graph(
-                    self.store,
-                    info.doc_id,
-                    info.title,
-                    self.extractor,
-                    self.refiner,
-                    self.graph_embedder,
-                    self.settings.build,
-                    on_stage=lambda stage: progress.graph_stage(stage + self._usage_note()),
-                )
+                self.last_graph_report = self._build_graph_of(info, progress)
                 progress.graph_stage("built" + self._usage_note())
             self.store.set_stage(info.doc_id, STAGE_GRAPHED)
         self.store.set_stage(info.doc_id, STAGE_READY)
+
+    def _build_graph_of(self, info: DocumentInfo, progress: AddProgress) -> GraphReport:
+        return build_document_graph(
+            self.store,
+            info.doc_id,
+            info.title,
+            self.extractor,
+            self.refiner,
+            self.graph_embedder,
+            self.settings.build,
+            on_stage=lambda stage: progress.graph_stage(stage + self._usage_note()),
+        )
 
     def build_graph(self, rebuild: bool = False, progress: AddProgress | None = None) -> list[GraphReport]:
         """Build the hypergraph for documents indexed without one (or, with `rebuild`, for all)."""
@@ -369,18 +372,7 @@ class Collection:
                 if info.status != STAGE_READY or (self.store.document_entities(info.doc_id) and not rebuild):
                     continue
                 progress.file_started(info.source)
-                reports.append(
-                    build_document_graph(
-                        self.store,
-                        info.doc_id,
-                        info.title,
-                        self.extractor,
-                        self.refiner,
-                        self.graph_embedder,
-                        self.settings.build,
-                        on_stage=progress.graph_stage,
-                    )
-                )
+                reports.append(self._build_graph_of(info, progress))
         return reports
 
     def variant(self, path: str | Path, settings: Settings) -> Collection:

@@ -144,15 +144,26 @@ def _to_hyperedge(edge: ExtractedEdge) -> Hyperedge:
     return Hyperedge(hid, edge.level, edge.description, edge.keywords, edge.strength, members)
 
 
-def refine_anchors(store: SQLiteStore, refiner: Refiner, candidates: list[str], min_pages: int) -> RefineReport:
+# Values recur on many pages without being one thing discussed across them ("2024", "10%"): not anchors.
+NOT_ANCHORS = frozenset({"date", "quantity"})
+
+
+def refine_anchors(
+    store: SQLiteStore,
+    refiner: Refiner,
+    candidates: list[str],
+    min_pages: int,
+    exclude_types: frozenset[str] = NOT_ANCHORS,
+) -> RefineReport:
     """Refine the anchors among `candidates` whose star expansion changed since they were last refined."""
     report = RefineReport()
     counts = store.page_counts(candidates)
-    anchors = sorted(e for e, n in counts.items() if n >= min_pages)
+    spanning = [e for e, n in counts.items() if n >= min_pages]
+    entities = {e.entity_id: e for e in store.get_entities(spanning) if e.type not in exclude_types}
+    anchors = sorted(entities)
     report.anchors = len(anchors)
     incident = store.incident_edges(anchors, levels=[LOW, HIGH])
     previous = store.refine_signatures(anchors)
-    entities = {e.entity_id: e for e in store.get_entities(anchors)}
     for anchor_id in anchors:
         edges = sorted(incident.get(anchor_id, []))
         signature = hashlib.sha1("|".join(edges).encode()).hexdigest()

@@ -90,6 +90,7 @@ class LLMRefiner:
         max_edges: int = 60,
         max_description_chars: int = 300,
         max_relations: int = 6,
+        max_star_edges: int = 16,
         stage: str = STAGE,
         fallback: OfflineRefiner | None = None,
     ) -> None:
@@ -97,6 +98,7 @@ class LLMRefiner:
         self.max_edges = max_edges
         self.max_description_chars = max_description_chars
         self.max_relations = max_relations
+        self.max_star_edges = max_star_edges
         self.stage = stage
         self.fallback = fallback or OfflineRefiner()
         self.calls = 0
@@ -138,6 +140,21 @@ class LLMRefiner:
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks), shown
 
+    def _across_pages(self, star: list[StarEdge]) -> list[StarEdge]:
+        """At most `max_star_edges` of the star, taken page by page in turn (strongest first on each),
+        so the prompt shows how the anchor appears across pages rather than everything on one page."""
+        by_page: dict[tuple[str, int], list[StarEdge]] = {}
+        for edge in sorted(star, key=lambda s: (-s.edge.strength, -len(s.names), s.edge.edge_id)):
+            by_page.setdefault(min(edge.pages) if edge.pages else ("", 0), []).append(edge)
+        chosen: list[StarEdge] = []
+        queues = [by_page[page] for page in sorted(by_page)]
+        while queues and len(chosen) < self.max_star_edges:
+            for queue in queues:
+                if queue and len(chosen) < self.max_star_edges:
+                    chosen.append(queue.pop(0))
+            queues = [q for q in queues if q]
+        return chosen
+
     def _messages(self, focus: str, listing: str) -> list[dict[str, Any]]:
         user = (
             f"{focus}\n\n{listing}\n\n"
@@ -150,7 +167,7 @@ class LLMRefiner:
         if anchor.description:
             about += f": {_one_line(anchor.description, self.max_description_chars)}"
         focus = f"Anchor entity, found on several pages: {about}\nThe relations that involve it:"
-        listing, shown = self._listing([("Relations:", star)])
+        listing, shown = self._listing([("Relations:", self._across_pages(star))])
         return self._messages(focus, listing), shown
 
     def page_messages(self, context: PageContext) -> tuple[list[dict[str, Any]], list[StarEdge]]:
