@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from hyperfolio import Collection
+from hyperfolio import Collection, Settings
 from hyperfolio.build.extract import PageUnit
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.merge import merge
@@ -27,6 +27,10 @@ PORTS = (
 )
 
 
+# The generated documents are two pages long: let an entity on both be an anchor (the default tau is 3).
+TWO_PAGE_ANCHORS = Settings.load(None, build={"anchor_min_pages": 2})
+
+
 def graph_rows(col: Collection, sql: str) -> list[tuple]:
     db = sqlite3.connect(col.store.path)
     try:
@@ -38,7 +42,7 @@ def graph_rows(col: Collection, sql: str) -> list[tuple]:
 @pytest.fixture
 def fleet(tmp_path, embedder):
     (tmp_path / "fleet.md").write_text(FLEET)
-    col = Collection(tmp_path / "col", embedder=embedder)
+    col = Collection(tmp_path / "col", settings=TWO_PAGE_ANCHORS, embedder=embedder)
     report = col.add([tmp_path / "fleet.md"])
     assert report.results[0].status == "added", report.results[0].reason
     yield col, tmp_path

@@ -75,7 +75,11 @@ def respond(request: dict) -> Reply:
 def test_language_model_path_end_to_end(tmp_path, embedder, llm_server):
     llm_server.handler = respond
     (tmp_path / "fleet.md").write_text(FLEET)
-    settings = Settings.load(None, models={"base_url": llm_server.url, "model": "fake-model", "max_retries": 1})
+    settings = Settings.load(
+        None,
+        models={"base_url": llm_server.url, "model": "fake-model", "max_retries": 1},
+        build={"anchor_min_pages": 2},  # a two-page document
+    )
     col = Collection(tmp_path / "col", settings=settings, embedder=embedder)
     report = col.add([tmp_path / "fleet.md"])
     assert report.results[0].status == "added", report.results[0].reason

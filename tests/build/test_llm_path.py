@@ -375,7 +375,9 @@ def test_end_to_end_tokens_counted_per_stage(llm_server, tmp_path):
     (tmp_path / "fleet.md").write_text(DOC)
     options = ModelOptions(base_url=llm_server.url, model="fake-model", timeout=2.0, max_retries=0)
     settings = Settings(
-        embedder=HashEmbedder.name, build=BuildOptions(graph_embedder=HashEmbedder.name), models=options
+        embedder=HashEmbedder.name,
+        build=BuildOptions(graph_embedder=HashEmbedder.name, anchor_min_pages=2),
+        models=options,
     )
     # A collection with models configured builds and answers through the language-model path.
     col = Collection(tmp_path / "col", settings=settings, embedder=HashEmbedder())
