@@ -125,3 +125,50 @@ def test_answer_extraction_step_for_exact_match(llm_server):
     assert short == "8,500 TEU"
     assert exact_match(short, "8,500 TEU") == 1.0
     assert extract_answer(None, "q", "a long response") == "a long response"  # offline: unchanged
+
+
+def test_overlapping_anchors_are_refined_in_one_call(llm_server):
+    from hyperfolio.build.refine import StarEdge, group_anchors
+    from hyperfolio.build.refine_llm import LLMRefiner
+    from hyperfolio.model import Entity, Hyperedge
+    from hyperfolio.models.registry import ModelSet
+
+    def star(edge_id: str, members: dict[str, str], page: int) -> StarEdge:
+        edge = Hyperedge(
+            edge_id,
+            "low",
+            f"{' and '.join(members.values())} on page {page}",
+            [],
+            1.0,
+            [(m, "member") for m in members],
+        )
+        return StarEdge(edge, members, [(f"d:{page}:0", "d", page)])
+
+    shared = star("H1", {"E1": "Rotterdam", "E2": "Osprey"}, 1)
+    stars = {
+        "E1": [shared, star("H2", {"E1": "Rotterdam", "E3": "Aurora"}, 3)],
+        "E2": [shared, star("H3", {"E2": "Osprey", "E3": "Aurora"}, 4)],
+    }
+    assert group_anchors(["E2", "E1"], stars, max_anchors=8, max_edges=32) == [["E1", "E2"]]
+    assert group_anchors(["E2", "E1"], stars, max_anchors=1, max_edges=32) == [["E1"], ["E2"]]
+
+    llm_server.handler = lambda request: Reply.json(
+        {
+            "relations": [
+                {"members": ["Rotterdam", "Aurora"], "description": "Aurora is based in Rotterdam", "sources": [1, 2]},
+                {"members": ["Osprey", "Aurora"], "description": "Osprey owns the Aurora", "sources": [3]},
+                {"members": ["Aurora"], "description": "no anchor here"},
+            ]
+        }
+    )
+    settings = Settings.load(None, models={"base_url": llm_server.url, "model": "fake-model", "max_retries": 1})
+    with ModelSet(settings) as models:
+        refiner = LLMRefiner(models.get("extract"))
+        anchors = [(Entity("E1", "Rotterdam"), stars["E1"]), (Entity("E2", "Osprey"), stars["E2"])]
+        result = refiner.refine_group(anchors)
+    assert len(llm_server.chat_requests) == 1  # one call for both anchors
+    prompt = json.dumps(llm_server.chat_requests[0])
+    assert prompt.count("Rotterdam and Osprey on page 1") == 1  # the shared relation is listed once
+    assert [e.description for e in result["E1"]] == ["Aurora is based in Rotterdam"]
+    assert [e.description for e in result["E2"]] == ["Osprey owns the Aurora"]
+    assert result["E1"][0].members[:2] == ["E1", "E3"]

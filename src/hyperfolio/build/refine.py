@@ -48,6 +48,9 @@ class Refiner(Protocol):
     def refine_anchor(self, anchor: Entity, star: list[StarEdge]) -> list[ExtractedEdge]:
         """Refined cross-page edges for one anchor; members are entity ids."""
 
+    def refine_group(self, group: list[tuple[Entity, list[StarEdge]]]) -> dict[str, list[ExtractedEdge]]:
+        """Several anchors at once (their stars overlap); refined edges by anchor id."""
+
     def refine_page(self, context: PageContext) -> list[ExtractedEdge]:
         """Refined edges for one page seen with its neighbours (the full-page baseline)."""
 
@@ -101,6 +104,9 @@ class OfflineRefiner:
             )
         ]
 
+    def refine_group(self, group: list[tuple[Entity, list[StarEdge]]]) -> dict[str, list[ExtractedEdge]]:
+        return {anchor.entity_id: self.refine_anchor(anchor, star) for anchor, star in group}
+
     def refine_page(self, context: PageContext) -> list[ExtractedEdge]:
         own = {m for s in context.edges for m in s.names}
         around = {m for s in context.neighbour_edges for m in s.names}
@@ -126,6 +132,31 @@ def load_star(store: SQLiteStore, edge_ids: list[str]) -> list[StarEdge]:
     names = {e.entity_id: e.name for e in store.get_entities(members)}
     prov = store.provenance("hyperedge", [e.edge_id for e in edges])
     return [StarEdge(e, {m: names.get(m, m) for m, _ in e.members}, sorted(prov.get(e.edge_id, []))) for e in edges]
+
+
+def group_anchors(
+    anchors: list[str], stars: dict[str, list[StarEdge]], max_anchors: int, max_edges: int
+) -> list[list[str]]:
+    """Anchors in page order, cut into groups of at most `max_anchors` whose stars together hold at
+    most `max_edges` distinct hyperedges: neighbouring anchors share edges, so a group lists each once."""
+
+    def first_page(anchor: str) -> tuple:
+        pages = [p for s in stars[anchor] for p in s.pages]
+        return (min(pages) if pages else ("", 0), anchor)
+
+    groups: list[list[str]] = []
+    current: list[str] = []
+    edges: set[str] = set()
+    for anchor in sorted(anchors, key=first_page):
+        mine = {s.edge.edge_id for s in stars[anchor]}
+        if current and (len(current) >= max_anchors or len(edges | mine) > max_edges):
+            groups.append(current)
+            current, edges = [], set()
+        current.append(anchor)
+        edges |= mine
+    if current:
+        groups.append(current)
+    return groups
 
 
 @dataclass
@@ -154,6 +185,8 @@ def refine_anchors(
     candidates: list[str],
     min_pages: int,
     exclude_types: frozenset[str] = NOT_ANCHORS,
+    max_anchors: int = 8,
+    max_edges: int = 32,
 ) -> RefineReport:
     """Refine the anchors among `candidates` whose star expansion changed since they were last refined."""
     report = RefineReport()
@@ -164,24 +197,30 @@ def refine_anchors(
     report.anchors = len(anchors)
     incident = store.incident_edges(anchors, levels=[LOW, HIGH])
     previous = store.refine_signatures(anchors)
+    changed: list[tuple[str, str, list[str], list[str]]] = []  # anchor, signature, old refined edges, star
     for anchor_id in anchors:
         edges = sorted(incident.get(anchor_id, []))
         signature = hashlib.sha1("|".join(edges).encode()).hexdigest()
         old_signature, old_edges = previous.get(anchor_id, ("", []))
         if signature == old_signature:
             report.unchanged += 1
-            continue
-        report.refined += 1
-        extracted = refiner.refine_anchor(entities[anchor_id], load_star(store, edges))
-        refined = [(_to_hyperedge(e), e.chunks) for e in extracted if len(set(e.members)) >= 2]
-        new_ids = [h.edge_id for h, _ in refined]
-        stale = [e for e in old_edges if e not in new_ids]
-        store.delete_hyperedges(stale)
-        report.edges_removed += len(stale)
-        store.write_graph([], refined)
-        store.set_refine_signature(anchor_id, signature, new_ids)
-        report.edges_added += len([h for h in new_ids if h not in old_edges])
-        report.added_edge_ids.extend(new_ids)
+        else:
+            changed.append((anchor_id, signature, old_edges, edges))
+    stars = {anchor_id: load_star(store, edges) for anchor_id, _, _, edges in changed}
+    for group in group_anchors([a for a, _, _, _ in changed], stars, max_anchors, max_edges):
+        results = refiner.refine_group([(entities[a], stars[a]) for a in group])
+        for anchor_id, signature, old_edges, _ in (c for c in changed if c[0] in group):
+            report.refined += 1
+            extracted = results.get(anchor_id, [])
+            refined = [(_to_hyperedge(e), e.chunks) for e in extracted if len(set(e.members)) >= 2]
+            new_ids = [h.edge_id for h, _ in refined]
+            stale = [e for e in old_edges if e not in new_ids]
+            store.delete_hyperedges(stale)
+            report.edges_removed += len(stale)
+            store.write_graph([], refined)
+            store.set_refine_signature(anchor_id, signature, new_ids)
+            report.edges_added += len([h for h in new_ids if h not in old_edges])
+            report.added_edge_ids.extend(new_ids)
     return report
 
 

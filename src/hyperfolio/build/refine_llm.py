@@ -140,17 +140,18 @@ class LLMRefiner:
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks), shown
 
-    def _across_pages(self, star: list[StarEdge]) -> list[StarEdge]:
-        """At most `max_star_edges` of the star, taken page by page in turn (strongest first on each),
-        so the prompt shows how the anchor appears across pages rather than everything on one page."""
+    def _across_pages(self, star: list[StarEdge], cap: int | None = None) -> list[StarEdge]:
+        """At most `cap` (default `max_star_edges`) of the star, taken page by page in turn (strongest
+        first on each), so the prompt shows how the anchor appears across pages, not one page's all."""
+        limit = cap or self.max_star_edges
         by_page: dict[tuple[str, int], list[StarEdge]] = {}
         for edge in sorted(star, key=lambda s: (-s.edge.strength, -len(s.names), s.edge.edge_id)):
             by_page.setdefault(min(edge.pages) if edge.pages else ("", 0), []).append(edge)
         chosen: list[StarEdge] = []
         queues = [by_page[page] for page in sorted(by_page)]
-        while queues and len(chosen) < self.max_star_edges:
+        while queues and len(chosen) < limit:
             for queue in queues:
-                if queue and len(chosen) < self.max_star_edges:
+                if queue and len(chosen) < limit:
                     chosen.append(queue.pop(0))
             queues = [q for q in queues if q]
         return chosen
@@ -234,6 +235,37 @@ class LLMRefiner:
         names.setdefault(anchor.entity_id, anchor.name)
         default = list(dict.fromkeys(c for s in shown for c, _, _ in s.chunks))
         return self._edges(reply, shown, names, default, anchor.entity_id)
+
+    def refine_group(self, group: list[tuple[Entity, list[StarEdge]]]) -> dict[str, list[ExtractedEdge]]:
+        """Several anchors whose stars overlap in one call: each shared relation is listed once."""
+        if len(group) == 1:
+            anchor, star = group[0]
+            return {anchor.entity_id: self.refine_anchor(anchor, star)}
+        union: dict[str, StarEdge] = {}
+        for _, star in group:
+            for edge in star:
+                union.setdefault(edge.edge.edge_id, edge)
+        about = "; ".join(a.name + (f" ({a.type})" if a.type else "") for a, _ in group)
+        focus = (
+            f"Anchor entities, each found on several pages: {about}\n"
+            "Every relation you return must include at least one of these anchors. The relations that involve them:"
+        )
+        cap = self.max_star_edges * 2
+        listing, shown = self._listing([("Relations:", self._across_pages(list(union.values()), cap))])
+        reply = self._call(self._messages(focus, listing), f"anchors {about[:80]!r}")
+        if reply is None:
+            return {a.entity_id: self.fallback.refine_anchor(a, star) for a, star in group}
+        names = {m: n for s in union.values() for m, n in s.names.items()}
+        for anchor, _ in group:
+            names.setdefault(anchor.entity_id, anchor.name)
+        default = list(dict.fromkeys(c for s in shown for c, _, _ in s.chunks))
+        out: dict[str, list[ExtractedEdge]] = {a.entity_id: [] for a, _ in group}
+        for edge in self._edges(reply, shown, names, default, None):
+            owner = next((a.entity_id for a, _ in group if a.entity_id in edge.members), None)
+            if owner is not None:  # a relation that names none of the anchors is not a refinement of them
+                edge.roles = {owner: "anchor"}
+                out[owner].append(edge)
+        return out
 
     def refine_page(self, context: PageContext) -> list[ExtractedEdge]:
         if not context.edges:
