@@ -7,6 +7,8 @@ the user's cache directory: ~100x faster, somewhat weaker similarity.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import shutil
@@ -127,8 +129,9 @@ class Model2VecEmbedder(_LazyEmbedder):
     def _distill(self) -> None:
         from model2vec.distill import distill
 
-        log.info("distilling a static model from all-MiniLM-L6-v2 into %s (one time)", self.path)
-        model = distill(model_name=str(minilm_path()), pca_dims=MODEL2VEC_DIMS)
+        log.warning("preparing the static embedding model once (about 30 s): %s", self.path)
+        with contextlib.redirect_stderr(io.StringIO()):  # its progress bar ignores TQDM_DISABLE once tqdm is loaded
+            model = distill(model_name=str(minilm_path()), pca_dims=MODEL2VEC_DIMS)
         tmp = self.path.with_name(self.path.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)  # leftovers of an interrupted distillation
         model.save_pretrained(str(tmp))
