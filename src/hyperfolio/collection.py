@@ -27,6 +27,7 @@ from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.pipeline import GraphReport, build_document_graph
 from hyperfolio.build.refine import OfflineRefiner, Refiner, refine_anchors
 from hyperfolio.build.refine_llm import LLMRefiner
+from hyperfolio.build.summarise import DescriptionSummariser
 from hyperfolio.config import Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
 from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
@@ -212,6 +213,14 @@ class Collection:
         )
 
     @property
+    def summariser(self) -> DescriptionSummariser | None:
+        """Merged entity descriptions summarised by the extract model, when one is configured."""
+        chat = self.models.get("extract")
+        return (
+            None if chat is None else DescriptionSummariser(chat, max_chars=self.settings.build.max_description_chars)
+        )
+
+    @property
     def refiner(self) -> Refiner:
         chat = self.models.get("extract")
         return OfflineRefiner() if chat is None else LLMRefiner(chat)
@@ -361,6 +370,7 @@ class Collection:
             self.graph_embedder,
             self.settings.build,
             on_stage=lambda stage: progress.graph_stage(stage + self._usage_note()),
+            summarise=self.summariser,
         )
 
     def build_graph(self, rebuild: bool = False, progress: AddProgress | None = None) -> list[GraphReport]:

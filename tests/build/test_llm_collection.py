@@ -172,3 +172,22 @@ def test_overlapping_anchors_are_refined_in_one_call(llm_server):
     assert [e.description for e in result["E1"]] == ["Aurora is based in Rotterdam"]
     assert [e.description for e in result["E2"]] == ["Osprey owns the Aurora"]
     assert result["E1"][0].members[:2] == ["E1", "E3"]
+
+
+def test_merged_descriptions_are_summarised_by_the_model(llm_server):
+    from hyperfolio.build.merge import MergedEntity, MergedGraph
+    from hyperfolio.build.summarise import DescriptionSummariser
+    from hyperfolio.models.registry import ModelSet
+
+    llm_server.handler = lambda request: Reply.json({"description": "Rotterdam is Osprey's home port and hub."})
+    graph = MergedGraph()
+    graph.entities["E1"] = MergedEntity(
+        "E1", "Rotterdam", "rotterdam", "place", "text", ["home port of Osprey", "Osprey hub", "largest port in Europe"]
+    )
+    graph.entities["E2"] = MergedEntity("E2", "Aurora", "aurora", "vessel", "table", ["a ship"])
+    settings = Settings.load(None, models={"base_url": llm_server.url, "model": "fake-model", "max_retries": 1})
+    with ModelSet(settings) as models:
+        assert DescriptionSummariser(models.get("extract"))(graph) == 1
+        assert models.snapshot()["merge"].calls == 1
+    assert graph.entities["E1"].descriptions == ["Rotterdam is Osprey's home port and hub."]
+    assert graph.entities["E2"].descriptions == ["a ship"]  # one description: nothing to merge

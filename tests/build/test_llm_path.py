@@ -185,7 +185,8 @@ def test_extractor_maps_entities_edges_and_chunk_refs(llm_server, client, units,
     assert page2["450,000 TEU"].chunks == ["doc1:2:0"]
     assert graphs[1].edges[0].level == HIGH
 
-    prompt = user_text(llm_server.chat_requests[0])
+    # Pages go out concurrently, so the first page's request is found by its content, not its position.
+    prompt = next(t for t in map(user_text, llm_server.chat_requests) if "Page: 1" in t)
     assert "Document: Fleet Report" in prompt and "Section: Fleet Report > Operations" in prompt
     assert "[3] (table)" in prompt and "Aurora | 8,500" in prompt
     assert meter.snapshot()["extract"].calls == 2

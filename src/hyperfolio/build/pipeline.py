@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hyperfolio.build.extract import Extractor, PageUnit
-from hyperfolio.build.merge import merge
+from hyperfolio.build.merge import MergedGraph, merge
 from hyperfolio.build.refine import Refiner, RefineReport, refine_anchors, refine_pages
 from hyperfolio.config import BuildOptions
 from hyperfolio.model import Entity, Hyperedge
@@ -69,6 +69,7 @@ def build_document_graph(
     embedder: Embedder,
     options: BuildOptions,
     on_stage: Callable[[str], None] | None = None,
+    summarise: Callable[[MergedGraph], int] | None = None,
 ) -> GraphReport:
     started = time.perf_counter()
     report = GraphReport(doc_id)
@@ -80,6 +81,9 @@ def build_document_graph(
     note("extracting")
     graphs = extractor.extract_document(units)
     merged = merge(graphs, options.max_description_chars)
+    if summarise is not None:
+        note("summarising descriptions")
+        summarise(merged)
     entities = [
         (
             Entity(

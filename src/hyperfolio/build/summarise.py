@@ -1,0 +1,63 @@
+"""Merged descriptions summarised by a language model (Hyper-M2RAG canonical merging).
+
+Offline, an entity seen on many pages keeps its distinct descriptions, deduplicated and
+capped. With a model configured, an entity with several descriptions gets one summary
+that keeps every fact, so its vertex reads as one coherent statement.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import BaseModel
+
+from hyperfolio.build.merge import MergedGraph
+from hyperfolio.models.protocols import StructuredChatModel
+
+log = logging.getLogger(__name__)
+
+STAGE = "merge"
+_INSTRUCTION = (
+    "Several pages of one document describe the same entity. Write one description of at most "
+    "three sentences that keeps every distinct fact stated below and adds nothing else."
+)
+
+
+class Summary(BaseModel):
+    description: str = ""
+
+
+def _listing(name: str, type_: str, descriptions: list[str]) -> str:
+    return f"Entity: {name} ({type_})\n" + "\n".join(f"- {d}" for d in descriptions)
+
+
+class DescriptionSummariser:
+    def __init__(self, chat: StructuredChatModel, min_descriptions: int = 3, max_chars: int = 600) -> None:
+        self.chat = chat
+        self.min_descriptions = min_descriptions
+        self.max_chars = max_chars
+
+    def __call__(self, merged: MergedGraph) -> int:
+        """Summarise in place the entities with enough descriptions; returns how many were summarised."""
+        todo = [e for e in merged.entities.values() if len(e.descriptions) >= self.min_descriptions]
+        if not todo:
+            return 0
+        batch = [
+            [
+                {"role": "system", "content": _INSTRUCTION},
+                {
+                    "role": "user",
+                    "content": _listing(e.name, e.type, e.descriptions),
+                },
+            ]
+            for e in todo
+        ]
+        replies = self.chat.complete_json_many(batch, Summary, stage=STAGE, return_exceptions=True)
+        done = 0
+        for entity, reply in zip(todo, replies, strict=True):
+            if isinstance(reply, Summary) and reply.description.strip():
+                entity.descriptions = [" ".join(reply.description.split())[: self.max_chars]]
+                done += 1
+            else:
+                log.warning("keeping the merged descriptions of %r: %s", entity.name, reply)
+        return done
