@@ -20,6 +20,7 @@ from hyperfolio.answer import INSUFFICIENT, Answerer
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.phrases import clip, one_line
 
 log = logging.getLogger(__name__)
 
@@ -53,25 +54,17 @@ class AnswerReply(BaseModel):
         return [int(d) for item in items for d in re.findall(r"\d+", str(item))]
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def chunk_body(item: EvidenceItem) -> str:
     chunk = item.chunk
     if chunk.modality == "table" and chunk.table:
-        rows = [" | ".join(_one_line(c) for c in row) for row in chunk.table]
-        return ((f"Caption: {_one_line(chunk.caption)}\n") if chunk.caption else "") + "\n".join(rows)
+        rows = [" | ".join(one_line(c) for c in row) for row in chunk.table]
+        return ((f"Caption: {one_line(chunk.caption)}\n") if chunk.caption else "") + "\n".join(rows)
     if chunk.modality == "image":
         parts = []
         if chunk.caption:
-            parts.append(f"Caption: {_one_line(chunk.caption)}")
+            parts.append(f"Caption: {one_line(chunk.caption)}")
         if chunk.ocr_text:
-            parts.append(f"Text in the figure: {_one_line(chunk.ocr_text)}")
+            parts.append(f"Text in the figure: {one_line(chunk.ocr_text)}")
         return "\n".join(parts) or chunk.text
     return chunk.text.strip()
 
@@ -108,14 +101,14 @@ class LLMAnswerer:
             modality = "figure" if cite.modality == "image" else cite.modality
             section = f" | section: {' > '.join(cite.section_path)}" if cite.section_path else ""
             head = f"[{number}] {cite.title} | page {cite.page} | {modality}{section}"
-            blocks.append(head + "\n" + _clip(chunk_body(item), self.max_chunk_chars))
+            blocks.append(head + "\n" + clip(chunk_body(item), self.max_chunk_chars))
         parts = [f"Question: {question}", "Source chunks:\n\n" + "\n\n".join(blocks)]
         if evidence.hyperedges:
             lines = []
             for hit in evidence.hyperedges[: self.max_hyperedges]:
                 pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
                 members = "; ".join(hit.member_names)
-                description = _clip(_one_line(hit.hyperedge.description), 400)
+                description = clip(one_line(hit.hyperedge.description), 400)
                 lines.append(f"- ({hit.hyperedge.level}; {pages}) {members}: {description}")
             parts.append("Relations from the hypergraph:\n" + "\n".join(lines))
         if evidence.entities:
@@ -123,7 +116,7 @@ class LLMAnswerer:
             for hit in evidence.entities[: self.max_entities]:
                 entity = hit.entity
                 kind = ", ".join(x for x in (entity.type, entity.modality) if x)
-                description = _clip(_one_line(entity.description), 200)
+                description = clip(one_line(entity.description), 200)
                 pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
                 lines.append(f"- {entity.name} ({kind}; {pages}): {description}")
             parts.append("Entities from the hypergraph:\n" + "\n".join(lines))
@@ -143,8 +136,8 @@ class LLMAnswerer:
             reply = self.chat.complete_json(self.messages(question, evidence), AnswerReply, stage=self.stage)
         except ModelCallError as exc:
             log.warning("the answer model failed; answering extractively: %s", exc)
-            return self._fallback(question, evidence, _one_line(exc.reason)[:200])
-        text = _one_line(reply.answer)
+            return self._fallback(question, evidence, one_line(exc.reason)[:200])
+        text = one_line(reply.answer)
         if not reply.sufficient:
             return Answer(question, text or INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
         cited = list(dict.fromkeys(n for n in reply.citations if 1 <= n <= len(items)))

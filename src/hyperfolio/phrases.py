@@ -132,3 +132,13 @@ def key_phrases(text: str, max_len: int = 3) -> list[str]:
                     out.append(" ".join(run[i : i + size]))
             run = []
     return out
+
+
+def one_line(text: str) -> str:
+    """Whitespace folded to single spaces: prompts and tables read better without layout breaks."""
+    return " ".join(text.split())
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, with an ellipsis when something was cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -26,7 +26,7 @@ from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.model import Chunk
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel, VisionModel
-from hyperfolio.phrases import normalize_name
+from hyperfolio.phrases import clip, normalize_name, one_line
 
 log = logging.getLogger(__name__)
 
@@ -139,20 +139,12 @@ Use names exactly as they appear on the page. Do not invent facts that the page 
 Prefer a few precise entities over many vague ones."""
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _table_rows(chunk: Chunk) -> str:
     if not chunk.table:
         return chunk.text
     lines = []
     for i, row in enumerate(chunk.table):
-        cells = " | ".join(_one_line(c) for c in row)
+        cells = " | ".join(one_line(c) for c in row)
         prefix = "header: " if i < chunk.table_header_rows else ""
         lines.append(prefix + cells)
     return "\n".join(lines)
@@ -226,13 +218,13 @@ class LLMExtractor:
             data = None
         if not data:
             return ""
-        context = f" Its caption reads: {_one_line(chunk.caption)}." if chunk.caption else ""
+        context = f" Its caption reads: {one_line(chunk.caption)}." if chunk.caption else ""
         prompt = (
             "Describe this figure from a document in at most five sentences: what kind of figure it is, "
             "what it shows, and every label, category and number you can read in it." + context
         )
         try:
-            return _one_line(self.vision.describe(prompt, [data]))
+            return one_line(self.vision.describe(prompt, [data]))
         except ModelCallError as exc:
             log.warning("vision model failed on %s; using caption and OCR text: %s", chunk.chunk_id, exc)
             with self._lock:
@@ -242,22 +234,22 @@ class LLMExtractor:
     def _render_chunk(self, number: int, chunk: Chunk) -> str:
         if chunk.modality == "table":
             label = "table"
-            body = (f"caption: {_one_line(chunk.caption)}\n" if chunk.caption else "") + _table_rows(chunk)
+            body = (f"caption: {one_line(chunk.caption)}\n" if chunk.caption else "") + _table_rows(chunk)
         elif chunk.modality == "image":
             label = "figure"
             parts = []
             if chunk.caption:
-                parts.append(f"caption: {_one_line(chunk.caption)}")
+                parts.append(f"caption: {one_line(chunk.caption)}")
             note = self._figure_notes.get(chunk.chunk_id)
             if note:
                 parts.append(f"what it shows: {note}")
             if chunk.ocr_text:
-                parts.append(f"text read from it: {_one_line(chunk.ocr_text)}")
+                parts.append(f"text read from it: {one_line(chunk.ocr_text)}")
             body = "\n".join(parts) or chunk.text
         else:
             label = chunk.modality
             body = chunk.text.strip()
-        return f"[{number}] ({label})\n{_clip(body, self.max_chunk_chars)}"
+        return f"[{number}] ({label})\n{clip(body, self.max_chunk_chars)}"
 
     def messages(self, unit: PageUnit, chunks: list[Chunk]) -> list[dict[str, Any]]:
         """The conversation for one page; `chunks` are the page's usable chunks, numbered from 1."""
@@ -290,7 +282,7 @@ class LLMExtractor:
 
         by_key: dict[str, ExtractedEntity] = {}
         for item in reply.entities:
-            name = _one_line(item.name)
+            name = one_line(item.name)
             key = normalize_name(name)
             if not key:
                 continue
@@ -298,19 +290,19 @@ class LLMExtractor:
             found = by_key.get(key)
             if found is None:
                 found = ExtractedEntity(
-                    name, _one_line(item.type).lower() or "concept", item.modality, _one_line(item.description)
+                    name, one_line(item.type).lower() or "concept", item.modality, one_line(item.description)
                 )
                 by_key[key] = found
                 graph.entities.append(found)
             found.chunks.extend(c for c in cited if c not in found.chunks)
             for alias in item.aliases:
-                alias = _one_line(alias)
+                alias = one_line(alias)
                 if alias and alias != found.name and alias not in found.aliases:
                     found.aliases.append(alias)
         alias_key = {normalize_name(a): k for k, e in by_key.items() for a in e.aliases if normalize_name(a)}
 
         def member(name: str) -> ExtractedEntity | None:
-            name = _one_line(name)
+            name = one_line(name)
             key = normalize_name(name)
             if not key:
                 return None
@@ -336,8 +328,8 @@ class LLMExtractor:
                 ExtractedEdge(
                     LOW if len(members) == 2 else HIGH,
                     [m.name for m in members],
-                    _one_line(description) or " / ".join(m.name for m in members),
-                    [_one_line(k) for k in keywords if k.strip()][:10],
+                    one_line(description) or " / ".join(m.name for m in members),
+                    [one_line(k) for k in keywords if k.strip()][:10],
                     strength,
                     cited,
                 )

@@ -22,7 +22,7 @@ from hyperfolio.build.refine import OfflineRefiner, PageContext, StarEdge
 from hyperfolio.model import Entity
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
-from hyperfolio.phrases import normalize_name
+from hyperfolio.phrases import clip, normalize_name, one_line
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +73,8 @@ Only combine what the listed relations support. Do not repeat a single listed re
 If nothing new follows, return an empty list of relations."""
 
 
-def _one_line(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+def _short(text: str, limit: int) -> str:
+    return clip(one_line(text), limit)
 
 
 class LLMRefiner:
@@ -132,7 +131,7 @@ class LLMRefiner:
                     tag = docs.setdefault(doc, f"D{len(docs) + 1}")
                     pages.append(f"{tag} p.{page}")
                 members = "; ".join(star.names[m] for m, _ in star.edge.members if m in star.names)
-                description = _one_line(star.edge.description, self.max_description_chars)
+                description = _short(star.edge.description, self.max_description_chars)
                 lines.append(
                     f"[{len(shown)}] {star.edge.level} | pages: {', '.join(pages) or '?'} | "
                     f"members: {members} | {description}"
@@ -166,7 +165,7 @@ class LLMRefiner:
     def anchor_messages(self, anchor: Entity, star: list[StarEdge]) -> tuple[list[dict[str, Any]], list[StarEdge]]:
         about = f"{anchor.name}" + (f" ({anchor.type})" if anchor.type else "")
         if anchor.description:
-            about += f": {_one_line(anchor.description, self.max_description_chars)}"
+            about += f": {_short(anchor.description, self.max_description_chars)}"
         focus = f"Anchor entity, found on several pages: {about}\nThe relations that involve it:"
         listing, shown = self._listing([("Relations:", self._across_pages(star))])
         return self._messages(focus, listing), shown
