@@ -21,12 +21,12 @@ import numpy as np
 from hyperfolio.lexicon import QUESTION_WORDS, STOPWORDS
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.protocols import Embedder
+from hyperfolio.phrases import sentences
 
 INSUFFICIENT = "The indexed documents do not contain enough evidence to answer this question."
 
 _STOP = STOPWORDS | QUESTION_WORDS
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*%?")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
 _QUANTITY = re.compile(
     r"\b(how (many|much|long|old|large|big|far)|what (percentage|percent|share|number|amount|year)|when|which year)\b",
     re.I,
@@ -98,8 +98,7 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
         # OCR of a chart is mostly tick labels: quote the caption when there is one.
         text = chunk.caption or chunk.ocr_text or chunk.text
         return [Passage(text[:max_chars], item, "caption")]
-    for sentence in _SENTENCE_END.split(chunk.text):
-        sentence = " ".join(sentence.split())
+    for sentence in sentences(chunk.text):
         if len(sentence) < 3:
             continue
         while len(sentence) > max_chars:

@@ -37,6 +37,9 @@ _NUMBER_PART = re.compile(r"[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _LABEL = re.compile(r"\b(?:Table|Figure|Fig\.|Chart|Exhibit)\s+\d+[A-Za-z]?\b")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z\-]{2,}")
+# Sentence ends in a chunk's text (a chunk is already within one page and section): end punctuation
+# before a capital or digit, blank lines, and list bullets.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
 
 
 @dataclass(frozen=True)
@@ -142,3 +145,8 @@ def one_line(text: str) -> str:
 def clip(text: str, limit: int) -> str:
     """At most `limit` characters, with an ellipsis when something was cut."""
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a chunk's text, whitespace folded; empty pieces dropped."""
+    return [folded for piece in _SENTENCE_END.split(text) if (folded := one_line(piece))]

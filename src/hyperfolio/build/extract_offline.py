@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 from hyperfolio.build.extract import HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.model import Chunk
-from hyperfolio.phrases import Phrase, content_words, find_phrases, key_phrases, normalize_name
+from hyperfolio.phrases import Phrase, content_words, find_phrases, key_phrases, normalize_name, sentences
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
 _KIND_TYPE = {
     "name": "name",
     "acronym": "acronym",
@@ -45,7 +44,7 @@ def _sentences(text: str) -> list[str]:
     lines = text.split("\n", 1)
     if len(lines) == 2 and len(lines[0].split()) <= 8 and not lines[0].rstrip().endswith((".", ":", ";", ",")):
         text = lines[0] + ".\n\n" + lines[1]
-    return [" ".join(s.split()) for s in _SENTENCE.split(text) if len(s.split()) >= 2]
+    return [s for s in sentences(text) if len(s.split()) >= 2]
 
 
 def _label_of(caption: str | None) -> str | None:

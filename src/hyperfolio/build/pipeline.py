@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,10 +14,8 @@ from hyperfolio.build.refine import Refiner, RefineReport, refine_anchors, refin
 from hyperfolio.config import BuildOptions
 from hyperfolio.model import Entity, Hyperedge
 from hyperfolio.models.protocols import Embedder
+from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, scoped_key
 from hyperfolio.store.sqlite import SQLiteStore
-
-ENTITY_SPACE = "entity"
-HYPEREDGE_SPACE = "hyperedge"
 
 
 @dataclass
@@ -38,15 +36,17 @@ def edge_text(edge: Hyperedge) -> str:
     return edge.description + (" — " + ", ".join(edge.keywords) if edge.keywords else "")
 
 
-def embed_graph_items(store: SQLiteStore, embedder: Embedder, doc_id: str, edge_ids: list[str] | None = None) -> None:
-    """Vectors for the document's entities and hyperedges, keyed "<item>|<doc_id>" so search can be scoped."""
-    if edge_ids is None:
-        entities = store.get_entities(store.document_entities(doc_id))
-        if entities:
-            vectors = embedder.embed([entity_text(e) for e in entities])
-            store.put_vectors(ENTITY_SPACE, [(f"{e.entity_id}|{doc_id}", doc_id) for e in entities], vectors)
-        edge_ids = store.document_hyperedges(doc_id)
-    edges = store.get_hyperedges(edge_ids)
+def embed_graph_items(store: SQLiteStore, embedder: Embedder, doc_id: str, extra_edges: Sequence[str] = ()) -> None:
+    """Vectors for the document's entities and hyperedges, one per document each item is evidenced in.
+
+    `extra_edges` are hyperedges made while adding this document whose evidence may lie only in
+    other documents (refinements of anchors it shares with them).
+    """
+    entities = store.get_entities(store.document_entities(doc_id))
+    if entities:
+        vectors = embedder.embed([entity_text(e) for e in entities])
+        store.put_vectors(ENTITY_SPACE, [(scoped_key(e.entity_id, doc_id), doc_id) for e in entities], vectors)
+    edges = store.get_hyperedges(list(dict.fromkeys([*store.document_hyperedges(doc_id), *extra_edges])))
     if not edges:
         return
     vectors = embedder.embed([edge_text(e) for e in edges])
@@ -54,10 +54,9 @@ def embed_graph_items(store: SQLiteStore, embedder: Embedder, doc_id: str, edge_
     items, rows = [], []
     for i, edge in enumerate(edges):
         for doc in sorted({d for _, d, _ in docs.get(edge.edge_id, [])} or {doc_id}):
-            items.append((f"{edge.edge_id}|{doc}", doc))
+            items.append((scoped_key(edge.edge_id, doc), doc))
             rows.append(vectors[i])
-    if items:
-        store.put_vectors(HYPEREDGE_SPACE, items, np.vstack(rows))
+    store.put_vectors(HYPEREDGE_SPACE, items, np.vstack(rows))
 
 
 def build_document_graph(
@@ -114,8 +113,6 @@ def build_document_graph(
         else:
             report.refine = refine_anchors(store, refiner, [e.entity_id for e, _ in entities], options.anchor_min_pages)
     note("embedding graph")
-    embed_graph_items(store, embedder, doc_id)
-    if report.refine.added_edge_ids:
-        embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)  # other documents' keys too
+    embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)
     report.seconds = time.perf_counter() - started
     return report

@@ -19,9 +19,7 @@ from hyperfolio.phrases import content_words, find_phrases, key_phrases, normali
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.evidence import package
 from hyperfolio.retrieve.flat import bm25_ranking, dense_ranking, reciprocal_rank_fusion
-
-ENTITY_SPACE = "entity"
-HYPEREDGE_SPACE = "hyperedge"
+from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, item_of
 
 
 @dataclass
@@ -44,10 +42,6 @@ def decompose(question: str, max_keywords: int = 8) -> Keywords:
     high = [theme] if theme else []
     high.extend(t for t in terms[:2] if t != theme)
     return Keywords(low[:max_keywords], high[:max_keywords])
-
-
-def _split(item_id: str) -> str:
-    return item_id.split("|", 1)[0]
 
 
 class DualStrategy:
@@ -77,7 +71,7 @@ class DualStrategy:
             exact = store.entities_by_norm_name([normalize_name(k) for k in keywords.low])
             for keyword, vector in zip(keywords.low, vectors, strict=True):
                 hits = store.vector_search(ENTITY_SPACE, vector, options.entities_per_keyword, query.doc_ids)
-                matched = {_split(i): s for i, s in hits if s >= options.entity_threshold}
+                matched = {item_of(i): s for i, s in hits if s >= options.entity_threshold}
                 if normalize_name(keyword) in exact:
                     matched[exact[normalize_name(keyword)]] = 1.0
                 for entity, score in matched.items():
@@ -97,7 +91,7 @@ class DualStrategy:
                 for item, score in store.vector_search(
                     HYPEREDGE_SPACE, vector, options.hyperedges_per_keyword, query.doc_ids
                 ):
-                    edge = _split(item)
+                    edge = item_of(item)
                     edge_score[edge] += score
                     edge_via.setdefault(edge, keyword)
 

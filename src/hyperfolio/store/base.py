@@ -20,6 +20,17 @@ STAGE_GRAPHED = "graphed"  # hypergraph extracted, merged, refined and embedded
 STAGE_READY = "ready"
 
 CHUNK_SPACE = "chunk"  # vector space of chunk embeddings
+ENTITY_SPACE = "entity"  # hypergraph vertices, one vector per (entity, document)
+HYPEREDGE_SPACE = "hyperedge"  # hyperedges, one vector per (hyperedge, document)
+
+
+def scoped_key(item_id: str, doc_id: str) -> str:
+    """Graph items span documents; keying their vectors per document lets a search be scoped."""
+    return f"{item_id}|{doc_id}"
+
+
+def item_of(key: str) -> str:
+    return key.split("|", 1)[0]
 
 
 class Store(Protocol):
