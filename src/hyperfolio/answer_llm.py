@@ -14,12 +14,13 @@ import logging
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from hyperfolio.answer import INSUFFICIENT, Answerer
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.models.replies import Numbers
 from hyperfolio.phrases import clip, one_line
 
 log = logging.getLogger(__name__)
@@ -44,14 +45,8 @@ Never rely on outside knowledge. Cite only chunk numbers that appear in the evid
 
 class AnswerReply(BaseModel):
     answer: str = ""
-    citations: list[int] = Field(default_factory=list)
+    citations: Numbers = Field(default_factory=list)
     sufficient: bool = True
-
-    @field_validator("citations", mode="before")
-    @classmethod
-    def _numbers(cls, value: Any) -> list[int]:
-        items = value if isinstance(value, list) else [value]
-        return [int(d) for item in items for d in re.findall(r"\d+", str(item))]
 
 
 def chunk_body(item: EvidenceItem) -> str:

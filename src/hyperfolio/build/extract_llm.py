@@ -13,7 +13,6 @@ sinks a document; such pages are logged and counted in `fallback_pages`.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.model import Chunk
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel, VisionModel
+from hyperfolio.models.replies import numbers, unit_strength
 from hyperfolio.phrases import clip, normalize_name, one_line
 
 log = logging.getLogger(__name__)
@@ -40,25 +40,6 @@ def _modality(value: Any) -> str:
     if word in _VISUAL_WORDS:
         return "visual"
     return "table" if word == "table" else "text"
-
-
-def _refs(value: Any) -> list[int]:
-    """Chunk numbers as the model wrote them: 3, "3", "[3]", "#3" or a list of those."""
-    items = value if isinstance(value, list) else [value]
-    out: list[int] = []
-    for item in items:
-        out.extend(int(d) for d in re.findall(r"\d+", str(item)))
-    return out
-
-
-def _strength(value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return 1.0
-    if number > 1.0:  # some models answer on a 1-10 scale
-        number = number / 10.0
-    return min(1.0, max(0.0, number))
 
 
 class EntityReply(BaseModel):
@@ -77,7 +58,7 @@ class EntityReply(BaseModel):
     @field_validator("chunk_refs", mode="before")
     @classmethod
     def _numbers(cls, value: Any) -> list[int]:
-        return _refs(value)
+        return numbers(value)
 
 
 class PairReply(BaseModel):
@@ -90,13 +71,13 @@ class PairReply(BaseModel):
 
     @field_validator("strength", mode="before")
     @classmethod
-    def _unit_strength(cls, value: Any) -> float:
-        return _strength(value)
+    def _unitunit_strength(cls, value: Any) -> float:
+        return unit_strength(value)
 
     @field_validator("chunk_refs", mode="before")
     @classmethod
     def _numbers(cls, value: Any) -> list[int]:
-        return _refs(value)
+        return numbers(value)
 
 
 class GroupReply(BaseModel):
@@ -108,7 +89,7 @@ class GroupReply(BaseModel):
     @field_validator("chunk_refs", mode="before")
     @classmethod
     def _numbers(cls, value: Any) -> list[int]:
-        return _refs(value)
+        return numbers(value)
 
 
 class PageExtraction(BaseModel):

@@ -12,16 +12,16 @@ deterministic offline refiner for that anchor or page, and is counted in `fallba
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from hyperfolio.build.extract import REFINE, ExtractedEdge
 from hyperfolio.build.refine import OfflineRefiner, PageContext, StarEdge
 from hyperfolio.model import Entity
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.models.replies import Numbers, Strength
 from hyperfolio.phrases import clip, normalize_name, one_line
 
 log = logging.getLogger(__name__)
@@ -33,23 +33,8 @@ class RefinedRelation(BaseModel):
     members: list[str] = Field(description="names of two or more entities from the listed relations")
     description: str = ""
     keywords: list[str] = Field(default_factory=list)
-    strength: float = 1.0
-    sources: list[int] = Field(default_factory=list, description="numbers of the listed relations it combines")
-
-    @field_validator("sources", mode="before")
-    @classmethod
-    def _numbers(cls, value: Any) -> list[int]:
-        items = value if isinstance(value, list) else [value]
-        return [int(d) for item in items for d in re.findall(r"\d+", str(item))]
-
-    @field_validator("strength", mode="before")
-    @classmethod
-    def _unit(cls, value: Any) -> float:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return 1.0
-        return min(1.0, max(0.0, number / 10.0 if number > 1.0 else number))
+    strength: Strength = 1.0
+    sources: Numbers = Field(default_factory=list, description="numbers of the listed relations it combines")
 
 
 class RefineReply(BaseModel):
@@ -206,8 +191,8 @@ class LLMRefiner:
                 wanted = set(members) - {anchor_id}
                 sources = [s for s in shown if wanted & set(s.names)]
             chunks = list(dict.fromkeys(c for s in sources for c, _, _ in s.chunks)) or list(default_chunks)
-            description = " ".join(relation.description.split()) or "; ".join(names[m] for m in members)
-            keywords = [" ".join(k.split()) for k in relation.keywords if k.strip()][:10]
+            description = one_line(relation.description) or "; ".join(names[m] for m in members)
+            keywords = [one_line(k) for k in relation.keywords if k.strip()][:10]
             roles = {anchor_id: "anchor"} if anchor_id else {}
             out.append(ExtractedEdge(REFINE, members, description, keywords, relation.strength, chunks[:12], roles))
         return out

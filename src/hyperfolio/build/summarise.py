@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from hyperfolio.build.merge import MergedGraph
 from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.phrases import one_line
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class DescriptionSummariser:
         done = 0
         for entity, reply in zip(todo, replies, strict=True):
             if isinstance(reply, Summary) and reply.description.strip():
-                entity.descriptions = [" ".join(reply.description.split())[: self.max_chars]]
+                entity.descriptions = [one_line(reply.description)[: self.max_chars]]
                 done += 1
             else:
                 log.warning("keeping the merged descriptions of %r: %s", entity.name, reply)

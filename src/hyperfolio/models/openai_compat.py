@@ -20,6 +20,7 @@ import asyncio
 import base64
 import contextlib
 import email.utils
+import functools
 import json
 import random
 import re
@@ -359,6 +360,12 @@ def _with_instruction(messages: Sequence[Mapping[str, Any]], extra: str) -> list
     return out
 
 
+@functools.cache
+def _schema(model_type: type[BaseModel]) -> dict[str, Any]:
+    """A reply type's JSON schema, built once: pydantic rebuilds it on every call otherwise."""
+    return model_type.model_json_schema()
+
+
 class OpenAICompatClient:
     """Chat and vision over an OpenAI-compatible `/chat/completions` endpoint.
 
@@ -561,7 +568,7 @@ class OpenAICompatClient:
         params = dict(params)
         stage = stage or params.pop("stage", None) or self.role
         params.pop("stage", None)
-        schema = model_type.model_json_schema()
+        schema = _schema(model_type)
         return await self._astructured(messages, schema, stage, params, model_type.__name__, model_type.model_validate)
 
     async def _astructured(
@@ -636,9 +643,9 @@ class OpenAICompatClient:
                         if self._probe_lock is None:
                             self._probe_lock = asyncio.Lock()
                         async with self._probe_lock:
-                            if self._modes[mode] is False:
-                                continue  # another call found it refused while we waited
-                            reply = await self._send(body, stage, probe=self._modes[mode] is None)
+                            if self._modes[mode] is not None:
+                                continue  # another call settled this mode while we waited: go again, unlocked
+                            reply = await self._send(body, stage, probe=True)
                     else:
                         reply = await self._send(body, stage, probe=False)
                 except _FormatRejected:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.phrases import one_line
 from hyperfolio.retrieve.dual import Keywords, decompose
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def _clean(items: list[str], limit: int) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     for item in items:
-        text = " ".join(str(item).split()).strip(" .,;:\"'")
+        text = one_line(str(item)).strip(" .,;:\"'")
         if text and text.lower() not in seen:
             seen.add(text.lower())
             out.append(text)
