@@ -582,17 +582,9 @@ class OpenAICompatClient:
     ) -> T:
         sampling = self._sampling(params)
         key = cache_key(self.model, messages, schema, sampling)
-        if self.cache is not None:
-            cached = await asyncio.to_thread(self.cache.get, key)
-            if cached is not None:
-                try:
-                    value = validate(parse_json_reply(cached.response))
-                except (JSONRepairError, ValidationError):
-                    await asyncio.to_thread(self.cache.discard, key)
-                else:
-                    if self.usage is not None:
-                        await asyncio.to_thread(self.usage.record_hit, stage)
-                    return value
+        cached = await self._cache_get(key, stage, lambda text: validate(parse_json_reply(text)))
+        if cached is not None:
+            return cached
         conversation = [dict(m) for m in messages]
         attempts = 0
         while True:
@@ -684,15 +676,26 @@ class OpenAICompatClient:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    async def _cache_get(self, key: str, stage: str) -> str | None:
+    async def _cache_get(self, key: str, stage: str, validate: Callable[[str], Any] | None = None) -> Any:
+        """The cached reply (validated by `validate` when given), counted as a hit; None on a miss.
+
+        A cached reply that no longer validates is dropped, so the call goes to the server.
+        """
         if self.cache is None:
             return None
         cached = await asyncio.to_thread(self.cache.get, key)
         if cached is None:
             return None
+        value: Any = cached.response
+        if validate is not None:
+            try:
+                value = validate(cached.response)
+            except (JSONRepairError, ValidationError):
+                await asyncio.to_thread(self.cache.discard, key)
+                return None
         if self.usage is not None:
             await asyncio.to_thread(self.usage.record_hit, stage)
-        return cached.response
+        return value
 
     async def _cache_put(self, key: str, reply: Completion) -> None:
         if self.cache is not None:
