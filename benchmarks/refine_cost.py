@@ -2,18 +2,22 @@
 
 Each document is indexed into a fresh temporary collection with the offline extractor and
 refinement switched off; then, on that collection's store, `refine_pages` (every page with its
-neighbours: the baseline) and `refine_anchors` (only the star expansions of entities found on at
-least tau pages) are run through `LLMRefiner` backed by a recording chat model. The recording
-model answers every call with an empty reply and counts the call and its prompt tokens (four
-characters to a token, the estimate `hyperfolio.models.usage` uses when a server reports none).
+neighbours: the baseline) and `refine_anchors` (only the star expansions of boundary-crossing
+anchors: entities on at least tau pages, chosen to bridge each page break at most `cover` times;
+also shown with every entity on tau pages refined, and with tau 2) are run through `LLMRefiner`
+backed by a recording chat model. The recording model answers every call with an empty reply
+and counts the call and its prompt tokens (four characters to a token, the estimate
+`hyperfolio.models.usage` uses when a server reports none).
 Both strategies build their prompts with the same code and the same edge cap, so the counts
 compare like with like; no server is needed.
 
-Two tables: one row per dev document (at least five MMLongBench-Doc dev PDFs), and the growth
-table for documents of 10, 20, 40 and 80 pages, cut as prefixes of the longest dev PDFs joined
-end to end with PyMuPDF (the dev set has no PDF longer than 40 pages).
+Three tables: one row per dev document (at least five MMLongBench-Doc dev PDFs); growth for
+documents of 10, 20, 40 and 80 pages cut as prefixes of the longest dev PDFs joined end to end
+(the dev set has no PDF longer than 40 pages, so the 80-page one is two documents); and growth
+for one coherent long text, the GraphRAG-Bench medical corpus typeset as 10 to 320 pages.
 
-    python benchmarks/refine_cost.py [--docs 6] [--sizes 10,20,40,80] [--tau 2,3] [--no-ocr] [--json out.json]
+    python benchmarks/refine_cost.py [--docs 6] [--sizes 10,20,40,80] [--corpus-sizes 10,20,40,80,160,320]
+        [--tau 3] [--cover 2] [--no-ocr] [--json out.json]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -98,11 +103,11 @@ class Row:
     entities: int
     edges: int
     full: Cost
-    anchor: dict[int, Cost]  # tau -> cost of anchor-driven refinement
+    anchor: dict[str, Cost]  # variant ("τ=3", "τ=3 all") -> cost of anchor-driven refinement
     build_seconds: float
 
-    def ratio(self, tau: int, variable: bool = False) -> float:
-        a, f = self.anchor[tau], self.full
+    def ratio(self, variant: str, variable: bool = False) -> float:
+        a, f = self.anchor[variant], self.full
         if variable:
             return a.variable_tokens / f.variable_tokens if f.variable_tokens else float("nan")
         return a.tokens / f.tokens if f.tokens else float("nan")
@@ -121,7 +126,17 @@ def page_count(path: Path) -> int:
         return doc.page_count
 
 
-def measure(pdf: Path, label: str, workdir: Path, settings: Settings, embedder, taus: list[int]) -> Row:
+@dataclass(frozen=True)
+class Variant:
+    tau: int
+    cover: int  # anchors bridge each page break at most this often; 0 = every entity on tau pages
+
+    @property
+    def label(self) -> str:
+        return f"τ={self.tau}" + (f" cover {self.cover}" if self.cover else " every anchor")
+
+
+def measure(pdf: Path, label: str, workdir: Path, settings: Settings, embedder, variants: list[Variant]) -> Row:
     """Index `pdf` offline without refinement, then count both refinement strategies on its graph."""
     started = time.perf_counter()
     target = Path(tempfile.mkdtemp(prefix="col-", dir=workdir))
@@ -134,14 +149,15 @@ def measure(pdf: Path, label: str, workdir: Path, settings: Settings, embedder, 
         graph = store.graph_stats()
         full = RecordingChat()
         refine_pages(store, LLMRefiner(full), doc_id)  # empty replies: writes nothing
-        anchor: dict[int, Cost] = {}
-        for tau in taus:
-            # A fresh copy per tau: refinement records each anchor's signature and would skip it next time.
-            copy = store.copy_to(Path(tempfile.mkdtemp(prefix=f"tau{tau}-", dir=workdir)))
+        anchor: dict[str, Cost] = {}
+        for variant in variants:
+            # A fresh copy per variant: refinement records each anchor's signature and would skip it next time.
+            copy = store.copy_to(Path(tempfile.mkdtemp(prefix="variant-", dir=workdir)))
             try:
                 chat = RecordingChat()
-                report = refine_anchors(copy, LLMRefiner(chat), copy.document_entities(doc_id), tau)
-                anchor[tau] = Cost.of(chat, report.anchors)
+                candidates = copy.document_entities(doc_id)
+                report = refine_anchors(copy, LLMRefiner(chat), candidates, variant.tau, cover=variant.cover)
+                anchor[variant.label] = Cost.of(chat, report.anchors)
             finally:
                 copy.close()
     return Row(
@@ -181,14 +197,14 @@ def prefix_pdfs(sources: list[Path], sizes: list[int], workdir: Path) -> list[tu
     return out
 
 
-def table(rows: list[Row], taus: list[int], total: bool = True) -> str:
-    tau = taus[0]
+def table(rows: list[Row], variants: list[Variant], total: bool = True) -> str:
+    main = variants[0].label
     head = [
         "document",
         "pages",
         "entities",
         "edges",
-        f"anchors (τ={tau})",
+        f"anchors ({main})",
         "anchor calls",
         "anchor tokens",
         "anchor tok/page",
@@ -197,13 +213,13 @@ def table(rows: list[Row], taus: list[int], total: bool = True) -> str:
         "full tok/page",
         "ratio",
         "ratio w/o system prompt",
-        *(f"ratio τ={t}" for t in taus[1:]),
+        *(f"ratio {v.label} (anchors)" for v in variants[1:]),
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def line(name: str, rs: list[Row]) -> str:
         pages = sum(r.pages for r in rs)
-        a = [r.anchor[tau] for r in rs]
+        a = [r.anchor[main] for r in rs]
         f = [r.full for r in rs]
         a_tok, f_tok = sum(c.tokens for c in a), sum(c.tokens for c in f)
         a_var, f_var = sum(c.variable_tokens for c in a), sum(c.variable_tokens for c in f)
@@ -222,15 +238,55 @@ def table(rows: list[Row], taus: list[int], total: bool = True) -> str:
             f"{a_tok / f_tok:.2f}" if f_tok else "-",
             f"{a_var / f_var:.2f}" if f_var else "-",
         ]
-        for t in taus[1:]:
-            other = sum(r.anchor[t].tokens for r in rs)
-            cells.append(f"{other / f_tok:.2f}" if f_tok else "-")
+        for v in variants[1:]:
+            other = [r.anchor[v.label] for r in rs]
+            tokens = sum(c.tokens for c in other)
+            cells.append(f"{tokens / f_tok:.2f} ({sum(c.anchors for c in other)})" if f_tok else "-")
         return "| " + " | ".join(str(c) for c in cells) + " |"
 
     lines.extend(line(r.document, [r]) for r in rows)
     if total and len(rows) > 1:
         lines.append(line("**all**", rows))
     return "\n".join(lines)
+
+
+def corpus_pdf(corpus: Path, pages: int, path: Path, words_per_page: int = 380) -> Path:
+    """The first `pages` pages of a long single text (the GraphRAG-Bench medical corpus, NCCN patient
+    guides) typeset as a PDF: one coherent document far longer than any dev PDF."""
+    text = json.loads(corpus.read_text())[0]["context"]
+    text = text.translate({0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"', 0x2013: "-", 0x2014: "-"})
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    doc = pymupdf.open()
+    at = 0
+    for _ in range(pages):
+        taken: list[str] = []
+        words = 0
+        while at < len(sentences) and words < words_per_page:
+            taken.append(sentences[at])
+            words += len(sentences[at].split())
+            at += 1
+        paragraphs = [" ".join(taken[i : i + 5]) for i in range(0, len(taken), 5)]
+        doc.new_page().insert_textbox(pymupdf.Rect(54, 54, 558, 760), "\n\n".join(paragraphs), fontsize=9.5)
+    doc.set_metadata({"title": f"Medical corpus, first {pages} pages"})
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def growth(rows: list[Row], variants: list[Variant]) -> str:
+    pages = [r.pages for r in rows]
+    series = [("full-page tokens", [r.full.tokens for r in rows])]
+    for v in variants:
+        series.append((f"anchor tokens ({v.label})", [r.anchor[v.label].tokens for r in rows]))
+        series.append((f"anchors ({v.label})", [r.anchor[v.label].anchors for r in rows]))
+    out = [
+        "growth exponent (slope of log value against log pages; 1 = linear, < 1 sub-linear),",
+        "fitted over all sizes and between each pair of consecutive sizes:",
+    ]
+    for name, values in series:
+        steps = " ".join(f"{growth_exponent(pages[i : i + 2], values[i : i + 2]):.2f}" for i in range(len(pages) - 1))
+        out.append(f"  {name:<36} {growth_exponent(pages, values):.2f}   [{steps}]")
+    return "\n".join(out)
 
 
 def growth_exponent(pages: list[int], values: list[float]) -> float:
@@ -248,20 +304,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", help="benchmark data folder (default $HYPERFOLIO_DATA or ../shared/data)")
     parser.add_argument("--docs", type=int, default=6, help="dev documents to measure, spread over lengths (min 5)")
-    parser.add_argument("--sizes", default="10,20,40,80", help="page counts of the growth documents")
-    parser.add_argument("--tau", default="2,3", help="anchor thresholds; the first is the main one (the default)")
+    parser.add_argument("--sizes", default="10,20,40,80", help="page counts of the joined growth documents")
+    parser.add_argument("--corpus-sizes", default="10,20,40,80,160,320", help="page counts of the single-text series")
+    parser.add_argument("--tau", type=int, default=3, help="anchor threshold in pages (the default setting)")
+    parser.add_argument("--cover", type=int, default=2, help="anchors per page break (the default setting)")
     parser.add_argument("--no-ocr", action="store_true", help="skip OCR when parsing (faster, fewer figure entities)")
     parser.add_argument("--embedder", default="model2vec", help="chunk embedder (does not affect the counts)")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
 
-    documents = data_root(args.data) / "mmlongbench_dev" / "documents"
+    root = data_root(args.data)
+    documents = root / "mmlongbench_dev" / "documents"
     pdfs = sorted(documents.glob("*.pdf")) if documents.is_dir() else []
     if not pdfs:
         print(f"skipped: no MMLongBench-Doc dev PDFs at {documents} (set --data or $HYPERFOLIO_DATA)")
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    taus = [int(t) for t in args.tau.split(",") if t.strip()]
+    corpus_sizes = [int(s) for s in args.corpus_sizes.split(",") if s.strip()]
+    variants = [Variant(args.tau, args.cover), Variant(args.tau, 0), Variant(2, args.cover)]
     settings = Settings(
         embedder=args.embedder,
         parse=ParseOptions(ocr=not args.no_ocr),
@@ -274,41 +334,41 @@ def main(argv: list[str] | None = None) -> int:
     chosen = list(dict.fromkeys(by_length[round(i * step)] for i in range(count)))
 
     cap = LLMRefiner(RecordingChat()).max_edges
-    print(f"refinement cost: anchors at tau = {', '.join(map(str, taus))}; at most {cap} hyperedges per prompt;")
-    print("tokens = prompt characters / 4 (system + user message); the recording model replies empty;")
-    print(f"offline extraction, OCR {'off' if args.no_ocr else 'on'}\n")
-    dev_rows: list[Row] = []
-    growth_rows: list[Row] = []
+    print(f"refinement cost: main variant {variants[0].label}; others {', '.join(v.label for v in variants[1:])};")
+    print(f"at most {cap} hyperedges per prompt; tokens = prompt characters / 4 (system + user message);")
+    print(f"the recording model replies empty; offline extraction, OCR {'off' if args.no_ocr else 'on'}\n")
+    results: dict[str, list[Row]] = {"dev": [], "joined": [], "corpus": []}
     with tempfile.TemporaryDirectory(prefix="refine-cost-") as tmp:
         work = Path(tmp)
         for pdf in chosen:
-            row = measure(pdf, pdf.name[:40], work, settings, embedder, taus)
-            dev_rows.append(row)
-            print(f"  {row.document:<40} {row.pages:>3} p  ratio {row.ratio(taus[0]):.2f}  ({row.build_seconds:.0f} s)")
+            row = measure(pdf, pdf.name[:40], work, settings, embedder, variants)
+            results["dev"].append(row)
+            print(f"  {row.document:<40} {row.pages:>3} p  ratio {row.ratio(variants[0].label):.2f}", flush=True)
         print("\n## Dev documents\n")
-        print(table(dev_rows, taus))
+        print(table(results["dev"], variants))
 
         longest = sorted(pdfs, key=lambda p: (-page_count(p), p.name))
         made = prefix_pdfs(longest, sizes, work)
         for size, path, _sources in made:
-            row = measure(path, f"first {size} pages", work, settings, embedder, taus)
-            growth_rows.append(row)
-            print(f"  {row.document:<16} ratio {row.ratio(taus[0]):.2f}  ({row.build_seconds:.0f} s)", flush=True)
+            results["joined"].append(measure(path, f"first {size} pages", work, settings, embedder, variants))
         if made:
-            print(f"\n## Growth with document length (prefixes of {made[-1][2]})\n")
-            print(table(growth_rows, taus, total=False))
-            pages = [r.pages for r in growth_rows]
-            exponents = [
-                ("full-page tokens", [r.full.tokens for r in growth_rows]),
-                *((f"anchor tokens (τ={t})", [r.anchor[t].tokens for r in growth_rows]) for t in taus),
-                *((f"anchors (τ={t})", [r.anchor[t].anchors for r in growth_rows]) for t in taus),
-            ]
-            print("\ngrowth exponent (slope of log value against log pages; 1 = linear, < 1 sub-linear):")
-            for name, values in exponents:
-                print(f"  {name:<24} {growth_exponent(pages, values):.2f}")
+            print(f"\n## Growth, dev PDFs joined end to end ({made[-1][2]})\n")
+            print(table(results["joined"], variants, total=False))
+            print("\n" + growth(results["joined"], variants))
+
+        corpus = root / "graphrag_bench_medical" / "medical_corpus.json"
+        if corpus.is_file():
+            for size in corpus_sizes:
+                path = corpus_pdf(corpus, size, work / f"corpus-{size}.pdf")
+                results["corpus"].append(measure(path, f"first {size} pages", work, settings, embedder, variants))
+            print("\n## Growth, one long text (GraphRAG-Bench medical corpus typeset as a PDF)\n")
+            print(table(results["corpus"], variants, total=False))
+            print("\n" + growth(results["corpus"], variants))
+        else:
+            print(f"\nskipped the single-text series: no corpus at {corpus}")
     if args.json:
-        payload = {"tau": taus, "ocr": not args.no_ocr, "dev": [asdict(r) for r in dev_rows]}
-        payload["growth"] = [asdict(r) for r in growth_rows]
+        payload: dict[str, Any] = {"variants": [v.label for v in variants], "ocr": not args.no_ocr}
+        payload.update({name: [asdict(r) for r in rows] for name, rows in results.items()})
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(payload, indent=2))
     return 0

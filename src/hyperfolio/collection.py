@@ -424,7 +424,8 @@ class Collection:
             if touched and self.settings.build.hypergraph and self.settings.build.refine:
                 # Anchors that shared pages with the removed document lost part of their star: refine them again.
                 survivors = [e.entity_id for e in self.store.get_entities(touched)]
-                refine_anchors(self.store, self.refiner, survivors, self.settings.build.anchor_min_pages)
+                build = self.settings.build
+                refine_anchors(self.store, self.refiner, survivors, build.anchor_min_pages, cover=build.anchor_cover)
         image_dir = self.path / "images" / info.doc_id
         if image_dir.exists():
             for file in image_dir.iterdir():

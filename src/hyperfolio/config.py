@@ -37,6 +37,7 @@ class BuildOptions:
     refine: bool = True  # anchor-driven refinement (False: an ablation)
     refine_mode: str = "anchor"  # "anchor" (paper) or "full" (every page with its neighbours: the cost baseline)
     anchor_min_pages: int = 3  # tau: an entity on at least this many pages is a cross-page anchor
+    anchor_cover: int = 2  # bridge each page break with at most this many anchors (0: refine every anchor)
     max_entities_per_page: int = 40
     max_description_chars: int = 600
     graph_embedder: str = "model2vec"  # embeds entities and hyperedges (fast; many short texts)

@@ -111,7 +111,10 @@ def build_document_graph(
         if options.refine_mode == "full":
             report.refine = refine_pages(store, refiner, doc_id)
         else:
-            report.refine = refine_anchors(store, refiner, [e.entity_id for e, _ in entities], options.anchor_min_pages)
+            touched = [e.entity_id for e, _ in entities]
+            report.refine = refine_anchors(
+                store, refiner, touched, options.anchor_min_pages, cover=options.anchor_cover
+            )
     note("embedding graph")
     embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)
     report.seconds = time.perf_counter() - started

@@ -12,6 +12,7 @@ neighbours' context.
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -134,11 +135,36 @@ def load_star(store: SQLiteStore, edge_ids: list[str]) -> list[StarEdge]:
     return [StarEdge(e, {m: names.get(m, m) for m, _ in e.members}, sorted(prov.get(e.edge_id, []))) for e in edges]
 
 
+STAR_EDGES = 16  # the most hyperedges of one anchor's star a refiner is shown
+
+
+def spread_over_pages(star: list[StarEdge], cap: int = STAR_EDGES) -> list[StarEdge]:
+    """At most `cap` edges of a star, taken page by page in turn (strongest first on each), so a refiner
+    sees how the anchor appears across pages rather than everything on one page; a long-running
+    anchor costs the same as a short one."""
+    by_page: dict[tuple[str, int], list[StarEdge]] = {}
+    for edge in sorted(star, key=lambda s: (-s.edge.strength, -len(s.names), s.edge.edge_id)):
+        by_page.setdefault(min(edge.pages) if edge.pages else ("", 0), []).append(edge)
+    chosen: list[StarEdge] = []
+    queues = [by_page[page] for page in sorted(by_page)]
+    while queues and len(chosen) < cap:
+        for queue in queues:
+            if queue and len(chosen) < cap:
+                chosen.append(queue.pop(0))
+        queues = [q for q in queues if q]
+    return chosen
+
+
 def group_anchors(
-    anchors: list[str], stars: dict[str, list[StarEdge]], max_anchors: int, max_edges: int
+    anchors: list[str],
+    stars: dict[str, list[StarEdge]],
+    max_anchors: int,
+    max_edges: int,
+    star_edges: int = STAR_EDGES,
 ) -> list[list[str]]:
-    """Anchors in page order, cut into groups of at most `max_anchors` whose stars together hold at
-    most `max_edges` distinct hyperedges: neighbouring anchors share edges, so a group lists each once."""
+    """Anchors in page order, cut into groups of at most `max_anchors` whose stars (as shown: at most
+    `star_edges` each) together hold at most `max_edges` distinct hyperedges: neighbouring anchors
+    share edges, so a group lists each once."""
 
     def first_page(anchor: str) -> tuple:
         pages = [p for s in stars[anchor] for p in s.pages]
@@ -148,7 +174,7 @@ def group_anchors(
     current: list[str] = []
     edges: set[str] = set()
     for anchor in sorted(anchors, key=first_page):
-        mine = {s.edge.edge_id for s in stars[anchor]}
+        mine = {s.edge.edge_id for s in spread_over_pages(stars[anchor], star_edges)}
         if current and (len(current) >= max_anchors or len(edges | mine) > max_edges):
             groups.append(current)
             current, edges = [], set()
@@ -178,6 +204,43 @@ def _to_hyperedge(edge: ExtractedEdge) -> Hyperedge:
 # Values recur on many pages without being one thing discussed across them ("2024", "10%"): not anchors.
 NOT_ANCHORS = frozenset({"date", "quantity"})
 
+Break = tuple[str, str, int | str]  # ("page", doc, page before the break) or ("docs", doc, next doc)
+
+
+def page_breaks(pages: set[tuple[str, int]]) -> set[Break]:
+    """The boundaries an entity crosses: from a page to the next one of the same document, and from one
+    document to the next it appears in."""
+    breaks: set[Break] = {("page", doc, page) for doc, page in pages if (doc, page + 1) in pages}
+    docs = sorted({doc for doc, _ in pages})
+    breaks.update(("docs", a, b) for a, b in zip(docs, docs[1:], strict=False))
+    return breaks
+
+
+def select_anchors(pages: dict[str, set[tuple[str, int]]], names: dict[str, str], cover: int) -> list[str]:
+    """The boundary-crossing anchors worth refining: greedily, the entity that bridges the most page
+    breaks not yet bridged `cover` times, ties to the entity on more pages. Topic entities that run
+    through a document bridge many breaks at once, so the anchor count grows more slowly than the
+    page count; an entity that only repeats where others already bridge adds nothing and is skipped.
+    `cover` 0 keeps every candidate."""
+    crossing = {e: page_breaks(p) for e, p in pages.items()}
+    if cover <= 0:
+        return sorted(pages)
+    bridged: Counter[Break] = Counter()
+    heap = [(-len(b), -len(pages[e]), names.get(e, e), e) for e, b in crossing.items() if b]
+    heapq.heapify(heap)
+    chosen: list[str] = []
+    while heap:
+        neg_gain, neg_span, name, entity = heapq.heappop(heap)
+        gain = sum(1 for b in crossing[entity] if bridged[b] < cover)
+        if gain == 0:
+            continue
+        if gain < -neg_gain:  # stale priority: push back with the current gain (lazy greedy)
+            heapq.heappush(heap, (-gain, neg_span, name, entity))
+            continue
+        chosen.append(entity)
+        bridged.update(crossing[entity])
+    return sorted(chosen)
+
 
 def refine_anchors(
     store: SQLiteStore,
@@ -187,13 +250,17 @@ def refine_anchors(
     exclude_types: frozenset[str] = NOT_ANCHORS,
     max_anchors: int = 8,
     max_edges: int = 32,
+    cover: int = 2,
 ) -> RefineReport:
-    """Refine the anchors among `candidates` whose star expansion changed since they were last refined."""
+    """Refine the anchors among `candidates` whose star expansion changed since they were last refined.
+
+    Anchors are entities on at least `min_pages` pages that cross a page (or document) boundary,
+    selected by `select_anchors` to bridge each boundary at most `cover` times."""
     report = RefineReport()
-    counts = store.page_counts(candidates)
-    spanning = [e for e, n in counts.items() if n >= min_pages]
-    entities = {e.entity_id: e for e in store.get_entities(spanning) if e.type not in exclude_types}
-    anchors = sorted(entities)
+    pages = {e: p for e, p in store.entity_pages(candidates).items() if len(p) >= min_pages}
+    entities = {e.entity_id: e for e in store.get_entities(list(pages)) if e.type not in exclude_types}
+    names = {e: entity.name for e, entity in entities.items()}
+    anchors = select_anchors({e: pages[e] for e in entities}, names, cover)
     report.anchors = len(anchors)
     incident = store.incident_edges(anchors, levels=[LOW, HIGH])
     previous = store.refine_signatures(anchors)

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hyperfolio.build.extract import REFINE, ExtractedEdge
-from hyperfolio.build.refine import OfflineRefiner, PageContext, StarEdge
+from hyperfolio.build.refine import STAR_EDGES, OfflineRefiner, PageContext, StarEdge, spread_over_pages
 from hyperfolio.model import Entity
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
@@ -74,7 +74,7 @@ class LLMRefiner:
         max_edges: int = 60,
         max_description_chars: int = 300,
         max_relations: int = 6,
-        max_star_edges: int = 16,
+        max_star_edges: int = STAR_EDGES,
         stage: str = STAGE,
         fallback: OfflineRefiner | None = None,
     ) -> None:
@@ -124,22 +124,6 @@ class LLMRefiner:
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks), shown
 
-    def _across_pages(self, star: list[StarEdge], cap: int | None = None) -> list[StarEdge]:
-        """At most `cap` (default `max_star_edges`) of the star, taken page by page in turn (strongest
-        first on each), so the prompt shows how the anchor appears across pages, not one page's all."""
-        limit = cap or self.max_star_edges
-        by_page: dict[tuple[str, int], list[StarEdge]] = {}
-        for edge in sorted(star, key=lambda s: (-s.edge.strength, -len(s.names), s.edge.edge_id)):
-            by_page.setdefault(min(edge.pages) if edge.pages else ("", 0), []).append(edge)
-        chosen: list[StarEdge] = []
-        queues = [by_page[page] for page in sorted(by_page)]
-        while queues and len(chosen) < limit:
-            for queue in queues:
-                if queue and len(chosen) < limit:
-                    chosen.append(queue.pop(0))
-            queues = [q for q in queues if q]
-        return chosen
-
     def _messages(self, focus: str, listing: str) -> list[dict[str, Any]]:
         user = (
             f"{focus}\n\n{listing}\n\n"
@@ -152,7 +136,7 @@ class LLMRefiner:
         if anchor.description:
             about += f": {_short(anchor.description, self.max_description_chars)}"
         focus = f"Anchor entity, found on several pages: {about}\nThe relations that involve it:"
-        listing, shown = self._listing([("Relations:", self._across_pages(star))])
+        listing, shown = self._listing([("Relations:", spread_over_pages(star, self.max_star_edges))])
         return self._messages(focus, listing), shown
 
     def page_messages(self, context: PageContext) -> tuple[list[dict[str, Any]], list[StarEdge]]:
@@ -227,7 +211,7 @@ class LLMRefiner:
             return {anchor.entity_id: self.refine_anchor(anchor, star)}
         union: dict[str, StarEdge] = {}
         for _, star in group:
-            for edge in star:
+            for edge in spread_over_pages(star, self.max_star_edges):
                 union.setdefault(edge.edge.edge_id, edge)
         about = "; ".join(a.name + (f" ({a.type})" if a.type else "") for a, _ in group)
         focus = (
@@ -235,7 +219,7 @@ class LLMRefiner:
             "Every relation you return must include at least one of these anchors. The relations that involve them:"
         )
         cap = self.max_star_edges * 2
-        listing, shown = self._listing([("Relations:", self._across_pages(list(union.values()), cap))])
+        listing, shown = self._listing([("Relations:", spread_over_pages(list(union.values()), cap))])
         reply = self._call(self._messages(focus, listing), f"anchors {about[:80]!r}")
         if reply is None:
             return {a.entity_id: self.fallback.refine_anchor(a, star) for a, star in group}

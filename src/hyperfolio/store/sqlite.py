@@ -606,14 +606,16 @@ class SQLiteStore:
         )
         return [r[0] for r in rows]
 
-    def page_counts(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        """How many distinct pages (over all documents) each entity's provenance spans."""
+    def entity_pages(self, entity_ids: Sequence[str]) -> dict[str, set[tuple[str, int]]]:
+        """The distinct (doc_id, page) pairs each entity's provenance spans, over all documents."""
+        out: dict[str, set[tuple[str, int]]] = {}
         rows = self._in_query(
-            "SELECT item_id, COUNT(DISTINCT doc_id || ':' || page) FROM provenance"
-            " WHERE item_kind = 'entity' AND item_id IN ({marks}) GROUP BY item_id",
+            "SELECT DISTINCT item_id, doc_id, page FROM provenance WHERE item_kind = 'entity' AND item_id IN ({marks})",
             entity_ids,
         )
-        return dict(rows)
+        for item, doc, page in rows:
+            out.setdefault(item, set()).add((doc, page))
+        return out
 
     def refine_signatures(self, anchor_ids: Sequence[str]) -> dict[str, tuple[str, list[str]]]:
         rows = self._in_query(
