@@ -231,6 +231,36 @@ def build(
     console.print(f"{len(reports)} documents built; {col.stats()['hyperedges_by_level']}")
 
 
+@app.command()
+def conflicts(
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+    doc: Annotated[str | None, typer.Option("--doc", "-d", help="Only this document's decisions.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Conflicting facts found while indexing, and what was decided (kept, revised, dropped) and why."""
+    col = _open(collection)
+    try:
+        decisions = col.conflicts(doc)
+    except HyperfolioError as exc:
+        _fail(str(exc))
+    if as_json:
+        from dataclasses import asdict
+
+        print(json.dumps([asdict(d) for d in decisions], indent=2, ensure_ascii=False))
+        return
+    if not decisions:
+        console.print("no conflicts recorded")
+        return
+    titles = col.store.titles()
+    table = Table(title=f"{len(decisions)} decisions")
+    for name in ("document", "kind", "decision", "fact", "weighed against", "why", "evidence"):
+        table.add_column(name, overflow="fold")
+    for d in decisions:
+        pages = ", ".join(f"p.{c.rsplit(':', 2)[1]}" for c in d.evidence)
+        table.add_row(titles.get(d.doc_id, d.doc_id), d.kind, d.decision, d.fact, d.other, d.reason, pages)
+    console.print(table)
+
+
 @app.command(name="list")
 def list_documents(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
     """List the indexed documents."""

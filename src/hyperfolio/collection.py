@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from hyperfolio.models.usage import read_usage
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
+from hyperfolio.store.concept_tables import Decision
 from hyperfolio.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -443,6 +444,7 @@ class Collection:
             rrf_k=self.settings.rrf_k,
             graph_embedder=self.graph_embedder,
             dual=self.settings.dual,
+            concept=self.settings.concept,
             keyword_model=self.models.get("keywords"),
         )
 
@@ -460,9 +462,16 @@ class Collection:
         return [info.doc_id for info in infos]
 
     def retrieve(
-        self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
+        self,
+        question: str,
+        mode: str | None = None,
+        k: int | None = None,
+        doc: str | Sequence[str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> EvidencePackage:
-        """Ranked, cited evidence for a question, over the collection or scoped to documents."""
+        """Ranked, cited evidence for a question, over the collection or scoped to documents.
+
+        `options` change concept-retrieval knobs for this call (see `ConceptOptions`)."""
         if not question.strip():
             raise HyperfolioError("the question is empty")
         strategy = make_strategy(mode or self.settings.default_mode)
@@ -470,16 +479,28 @@ class Collection:
             raise HyperfolioError(f"k must be at least 1, not {k}")
         query = Query(text=question, k=k or self.settings.top_k, doc_ids=self._scope(doc))
         started = time.perf_counter()
-        evidence = strategy.retrieve(query, self._context())
+        context = self._context()
+        if options:
+            context = replace(context, concept=replace(context.concept, **options))
+        evidence = strategy.retrieve(query, context)
         evidence.meta["seconds"] = time.perf_counter() - started
         return evidence
 
     def ask(
-        self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
+        self,
+        question: str,
+        mode: str | None = None,
+        k: int | None = None,
+        doc: str | Sequence[str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> Answer:
         """Answer a question with citations to document, page and region."""
-        evidence = self.retrieve(question, mode=mode, k=k, doc=doc)
+        evidence = self.retrieve(question, mode=mode, k=k, doc=doc, options=options)
         return self.answerer.answer(question, evidence)
+
+    def conflicts(self, doc: str | None = None) -> list[Decision]:
+        """Every reconciliation decision (what, why, on which chunks), or one document's."""
+        return self.store.decisions(self.resolve(doc).doc_id if doc else None)
 
     def stats(self) -> dict[str, Any]:
         out = self.store.stats()

@@ -38,6 +38,8 @@ class BuildOptions:
     refine_mode: str = "anchor"  # "anchor" (paper) or "full" (every page with its neighbours: the cost baseline)
     anchor_min_pages: int = 3  # tau: an entity on at least this many pages is a cross-page anchor
     anchor_cover: int = 2  # bridge each page break with at most this many anchors (0: refine every anchor)
+    reconcile: bool = True  # check new facts against accepted ones, resolve conflicts (False: an ablation)
+    concepts: bool = True  # build the concept layer and its evidence index (HVM-GraphRAG)
     max_entities_per_page: int = 40
     max_description_chars: int = 600
     graph_embedder: str = "model2vec"  # embeds entities and hyperedges (fast; many short texts)
@@ -51,6 +53,22 @@ class DualOptions:
     entities_per_keyword: int = 5
     hyperedges_per_keyword: int = 8
     max_keywords: int = 8
+
+
+@dataclass(frozen=True)
+class ConceptOptions:
+    """Concept-anchor retrieval knobs (HVM-GraphRAG 3.2); defaults are the paper's MMLongBench row of Table 4."""
+
+    concepts: int = 10  # k_c: concept anchors by similarity to the question
+    threshold: float = 0.25  # theta: the similarity an anchor needs
+    relations: int = 10  # k_r: relations by similarity; kept only when they touch an anchor
+    graph_chunks: int = 10  # K: chunks kept from the concept -> chunk index
+    flat_chunks: int = 2  # k_b: chunks by direct similarity, added to the graph's
+    k_text: int = 5
+    k_table: int = 3
+    k_image: int = 2
+    use_graph: bool = True  # False: flat chunks only (an ablation; they take the graph's share too)
+    by_modality: bool = True  # False: one ranked list, no modality groups (an ablation)
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,7 @@ class Settings:
     parse: ParseOptions = field(default_factory=ParseOptions)
     build: BuildOptions = field(default_factory=BuildOptions)
     dual: DualOptions = field(default_factory=DualOptions)
+    concept: ConceptOptions = field(default_factory=ConceptOptions)
     models: ModelOptions = field(default_factory=ModelOptions)
     embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2) or "model2vec" (distilled from it)
     embed_batch: int = 64
@@ -133,7 +152,13 @@ class Settings:
         return asdict(self)
 
 
-SECTIONS: dict[str, type] = {"parse": ParseOptions, "build": BuildOptions, "dual": DualOptions, "models": ModelOptions}
+SECTIONS: dict[str, type] = {
+    "parse": ParseOptions,
+    "build": BuildOptions,
+    "dual": DualOptions,
+    "concept": ConceptOptions,
+    "models": ModelOptions,
+}
 
 
 def _coerce(kind: type, values: dict[str, Any]) -> Any:

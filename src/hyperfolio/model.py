@@ -99,6 +99,7 @@ class Entity:
     modality: str = "text"
     aliases: list[str] = field(default_factory=list)
     norm_name: str = ""  # canonical key the entity was merged under
+    concept: str = ""  # concept name (HVM-GraphRAG: every entity belongs to exactly one concept)
 
 
 @dataclass
@@ -106,11 +107,12 @@ class Hyperedge:
     """A relation over two or more entities; has its own id so two facts over one entity set stay two."""
 
     edge_id: str
-    level: str  # "low" (pairwise), "high" (n-ary), "refine"
+    level: str  # "low" (pairwise), "high" (n-ary), "refine", "fact" (head, relation, tail)
     description: str = ""
     keywords: list[str] = field(default_factory=list)
     strength: float = 1.0
     members: list[tuple[str, str]] = field(default_factory=list)  # (entity_id, role)
+    relation: str = ""  # facts only
 
 
 @dataclass

@@ -3,6 +3,8 @@
 Each page-level unit yields entities (text, table and visual) and hyperedges: pairwise
 `low` edges and n-ary `high` edges, each with the chunks that evidence it. Extractors
 share these types, so the offline extractor and a language-model one are swappable.
+They also yield facts (HVM-GraphRAG 3.1): `fact` hyperedges with a head, a relation label
+and a tail, and a concept (a category such as Company or Metric) for every entity.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Protocol
 
 from hyperfolio.model import Chunk
 
-LOW, HIGH, REFINE = "low", "high", "refine"
+LOW, HIGH, REFINE, FACT = "low", "high", "refine", "fact"
 
 
 @dataclass
@@ -24,17 +26,19 @@ class ExtractedEntity:
     aliases: list[str] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)  # chunk ids of the evidence
     score: float = 1.0
+    concept: str = ""  # the category it belongs to (one per entity): "Company", "Year", "Vessel"
 
 
 @dataclass
 class ExtractedEdge:
-    level: str  # LOW (two members), HIGH (three or more), REFINE (cross-page, from refinement)
+    level: str  # LOW (two members), HIGH (three or more), REFINE (cross-page), FACT (head, relation, tail)
     members: list[str]  # entity names, as extracted
     description: str
     keywords: list[str] = field(default_factory=list)
     strength: float = 1.0
     chunks: list[str] = field(default_factory=list)
     roles: dict[str, str] = field(default_factory=dict)  # member name -> role ("table", "row", "column", ...)
+    relation: str = ""  # FACT only: snake_case label; members are [head, tail]
 
 
 @dataclass

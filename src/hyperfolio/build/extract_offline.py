@@ -15,7 +15,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from hyperfolio.build.extract import HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
+from hyperfolio.build.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
+from hyperfolio.build.facts_offline import ConceptNamer, column_relation, concept_name, relation_label
 from hyperfolio.model import Chunk
 from hyperfolio.phrases import Phrase, content_words, find_phrases, key_phrases, normalize_name, sentences
 
@@ -37,6 +38,7 @@ class _Stats:
     phrase_count: Counter
     key_count: Counter
     known_names: set[str]  # capitalised words seen as names mid-sentence
+    namer: ConceptNamer
 
 
 def _sentences(text: str) -> list[str]:
@@ -70,14 +72,16 @@ class OfflineExtractor:
         phrases: Counter = Counter()
         keys: Counter = Counter()
         known: set[str] = set()
+        texts: list[str] = []
         for unit in units:
             for chunk in unit.chunks:
                 text = self._chunk_text(chunk)
+                texts.append(text)
                 found = find_phrases(text)
                 phrases.update({normalize_name(p.text) for p in found})
                 known.update(p.text for p in found if p.kind == "name")
                 keys.update(key_phrases(text))
-        return _Stats(phrases, keys, known)
+        return _Stats(phrases, keys, known, ConceptNamer(texts))
 
     def _chunk_text(self, chunk: Chunk) -> str:
         if chunk.modality == "image":
@@ -93,7 +97,9 @@ class OfflineExtractor:
         graph = PageGraph(unit.doc_id, unit.page)
         entities: dict[str, ExtractedEntity] = {}
 
-        def entity(name: str, type_: str, modality: str, chunk: Chunk, description: str, score: float) -> str:
+        def entity(
+            name: str, type_: str, modality: str, chunk: Chunk, description: str, score: float, concept: str = ""
+        ) -> str:
             key = normalize_name(name)
             if not key:
                 return ""
@@ -102,6 +108,8 @@ class OfflineExtractor:
                 found = entities[key] = ExtractedEntity(name, type_, modality, description[:300], [], [], score)
             elif found.type == "concept" and type_ != "concept":
                 found.name, found.type = name, type_  # a proper name beats the same words seen as a term
+            if concept and not found.concept:
+                found.concept = concept
             if chunk.chunk_id not in found.chunks:
                 found.chunks.append(chunk.chunk_id)
             found.score = max(found.score, score)
@@ -120,8 +128,14 @@ class OfflineExtractor:
         ranked = sorted(entities.values(), key=lambda e: -e.score)
         keep = {e.name for e in ranked[: self.max_entities_per_page]}
         graph.entities = [e for e in ranked if e.name in keep]
+        for e in graph.entities:
+            e.concept = e.concept or stats.namer.concept(e.name, e.type)
         edges = []
         for edge in graph.edges:
+            if edge.level == FACT:
+                if all(m in keep for m in edge.members):
+                    edges.append(edge)
+                continue
             edge.members = [m for m in edge.members if m in keep]
             if len(edge.members) >= 2:
                 edge.level = LOW if len(edge.members) == 2 else HIGH
@@ -137,9 +151,12 @@ class OfflineExtractor:
     def _text(self, chunk: Chunk, entity, graph: PageGraph, stats: _Stats) -> None:
         for sentence in _sentences(chunk.text):
             members: list[tuple[str, float]] = []
+            spans: list[tuple[int, int, str]] = []  # where each mention sits, for facts
             for phrase in find_phrases(sentence, stats.known_names):
                 score = self._score(phrase, stats)
                 name = entity(phrase.text, _KIND_TYPE[phrase.kind], "text", chunk, sentence, score)
+                if name:
+                    spans.append((phrase.start, phrase.start + len(phrase.text), name))
                 if name and name not in [m for m, _ in members]:
                     members.append((name, score))
             # Repeated multi-word terms ("carbon capture") are entities too, even in lower case.
@@ -151,6 +168,10 @@ class OfflineExtractor:
                     name = entity(term, "concept", "text", chunk, sentence, score)
                     if name and name not in [m for m, _ in members]:
                         members.append((name, score))
+                    at = sentence.lower().find(term)
+                    if name and at >= 0 and not any(s <= at < e for s, e, _ in spans):
+                        spans.append((at, at + len(term), name))
+            graph.edges.extend(self._sentence_facts(sentence, spans, chunk))
             if len(members) < 2:
                 continue
             members.sort(key=lambda m: -m[1])
@@ -162,6 +183,30 @@ class OfflineExtractor:
             )
             if len(names) > 2:  # the two most specific members also get a pairwise edge
                 graph.edges.append(ExtractedEdge(LOW, names[:2], sentence, keywords, 0.6, [chunk.chunk_id]))
+
+    def _sentence_facts(self, sentence: str, spans: list[tuple[int, int, str]], chunk: Chunk) -> list[ExtractedEdge]:
+        """Consecutive mentions linked by the words between them."""
+        facts = []
+        spans = sorted(spans)
+        for (_, head_end, head), (tail_start, _, tail) in zip(spans, spans[1:], strict=False):
+            if head == tail or tail_start < head_end:
+                continue
+            relation = relation_label(sentence[head_end:tail_start])
+            if relation:
+                facts.append(self._fact(head, relation, tail, sentence, chunk, 0.8))
+        return facts
+
+    def _fact(self, head: str, relation: str, tail: str, evidence: str, chunk: Chunk, strength: float) -> ExtractedEdge:
+        return ExtractedEdge(
+            FACT,
+            [head, tail],
+            evidence[:400],
+            [relation],
+            strength,
+            [chunk.chunk_id],
+            {head: "head", tail: "tail"},
+            relation,
+        )
 
     def _table(self, chunk: Chunk, entity, graph: PageGraph) -> None:
         table = chunk.table or []
@@ -192,8 +237,11 @@ class OfflineExtractor:
             key_col = next((i for i, c in enumerate(cells) if c and not _CELL_NUMBER.match(c)), None)
             members = [table_name]
             roles = {table_name: "table"}
+            key = ""
             if key_col is not None:
-                key = entity(cells[key_col], "table_key", "table", chunk, f"row of {label}: " + " | ".join(cells), 1.1)
+                key_concept = concept_name(headers[key_col]) if key_col < len(headers) and headers[key_col] else ""
+                row_text = f"row of {label}: " + " | ".join(cells)
+                key = entity(cells[key_col], "table_key", "table", chunk, row_text, 1.1, key_concept)
                 members.append(key)
                 roles[key] = "row"
             for col, cell in enumerate(cells):
@@ -202,6 +250,22 @@ class OfflineExtractor:
                 if col in header_names:
                     members.append(header_names[col])
                     roles[header_names[col]] = "column"
+                    if key and len(cell) <= 80:  # the row's key has this value in this column: a fact
+                        kind = "quantity" if _CELL_NUMBER.match(cell) else "table_value"
+                        value = entity(
+                            cell,
+                            kind,
+                            "table",
+                            chunk,
+                            f"{headers[col]} of {cells[key_col]} in {label}",
+                            0.75,
+                            concept_name(headers[col]),
+                        )
+                        if value and value != key:
+                            evidence = f"{label}: {cells[key_col]} — {headers[col]}: {cell}"
+                            graph.edges.append(
+                                self._fact(key, column_relation(headers[col]), value, evidence, chunk, 1.0)
+                            )
             parts = [f"{headers[i]}: {c}" if i < len(headers) and headers[i] else c for i, c in enumerate(cells) if c]
             description = f"{label} row — " + "; ".join(parts)
             if len(members) >= 2:

@@ -6,7 +6,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from hyperfolio.build.extract import ExtractedEdge, ExtractedEntity, PageGraph
+from hyperfolio.build.extract import FACT, ExtractedEdge, ExtractedEntity, PageGraph
 from hyperfolio.phrases import normalize_name
 
 _DEFINITION = re.compile(r"([A-Z][\w\-]*(?:\s+(?:of|for|and|the|[A-Z][\w\-]*)){1,8})\s+\(([A-Z][A-Za-z0-9\-]{1,9})\)")
@@ -38,6 +38,7 @@ class MergedEntity:
     aliases: list[str] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)
     score: float = 0.0
+    concept: str = ""
 
     def description(self, cap: int) -> str:
         return " | ".join(self.descriptions)[:cap]
@@ -52,6 +53,7 @@ class MergedEdge:
     strength: float
     members: list[tuple[str, str]]  # (entity_id, role)
     chunks: list[str] = field(default_factory=list)
+    relation: str = ""
 
 
 @dataclass
@@ -99,6 +101,7 @@ def merge(graphs: list[PageGraph], max_description_chars: int = 600) -> MergedGr
             found.descriptions.append(e.description)
         found.chunks.extend(c for c in e.chunks if c not in found.chunks)
         found.score = max(found.score, e.score)
+        found.concept = found.concept or e.concept
         if found.modality == "text" and e.modality != "text":
             found.modality = e.modality  # a table or figure entity keeps its modality when also named in text
         return eid
@@ -118,11 +121,16 @@ def add_edge(merged: MergedGraph, edge: ExtractedEdge, ids: dict[str, str]) -> s
             members.append((eid, edge.roles.get(name, "member")))
     if len(members) < 2:
         return None
-    hid = edge_id(edge.level, [m for m, _ in members], edge.description)
+    # A fact is its (head, relation, tail): stated in several sentences, it is one fact with pooled evidence.
+    meaning = edge.relation if edge.level == FACT else edge.description
+    ids_in_order = [m for m, _ in members]
+    hid = edge_id(
+        edge.level, ids_in_order if edge.level != FACT else [f"{i}:{m}" for i, m in enumerate(ids_in_order)], meaning
+    )
     found = merged.edges.get(hid)
     if found is None:
         found = merged.edges[hid] = MergedEdge(
-            hid, edge.level, edge.description, list(edge.keywords), edge.strength, members
+            hid, edge.level, edge.description, list(edge.keywords), edge.strength, members, relation=edge.relation
         )
     found.chunks.extend(c for c in edge.chunks if c not in found.chunks)
     found.strength = max(found.strength, edge.strength)

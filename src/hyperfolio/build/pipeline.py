@@ -9,7 +9,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hyperfolio.build.extract import Extractor, PageUnit
+from hyperfolio.build.layers import update_concept_layer
 from hyperfolio.build.merge import MergedGraph, merge
+from hyperfolio.build.reconcile import (
+    ConflictDetector,
+    ConflictResolver,
+    OfflineDetector,
+    OfflineResolver,
+    ReconcileReport,
+    reconcile,
+)
 from hyperfolio.build.refine import Refiner, RefineReport, refine_anchors, refine_pages
 from hyperfolio.config import BuildOptions
 from hyperfolio.model import Entity, Hyperedge
@@ -24,6 +33,8 @@ class GraphReport:
     entities: int = 0
     edges: dict[str, int] = field(default_factory=dict)
     refine: RefineReport = field(default_factory=RefineReport)
+    reconcile: ReconcileReport = field(default_factory=ReconcileReport)
+    concepts: int = 0
     seconds: float = 0.0
 
 
@@ -69,6 +80,8 @@ def build_document_graph(
     options: BuildOptions,
     on_stage: Callable[[str], None] | None = None,
     summarise: Callable[[MergedGraph], int] | None = None,
+    detector: ConflictDetector | None = None,
+    resolver: ConflictResolver | None = None,
 ) -> GraphReport:
     started = time.perf_counter()
     report = GraphReport(doc_id)
@@ -83,6 +96,11 @@ def build_document_graph(
     if summarise is not None:
         note("summarising descriptions")
         summarise(merged)
+    if options.reconcile:
+        note("reconciling facts")
+        report.reconcile = reconcile(
+            store, merged, doc_id, detector or OfflineDetector(), resolver or OfflineResolver()
+        )
     entities = [
         (
             Entity(
@@ -93,13 +111,14 @@ def build_document_graph(
                 e.modality,
                 e.aliases,
                 e.norm_name,
+                e.concept,
             ),
             e.chunks,
         )
         for e in merged.entities.values()
     ]
     edges = [
-        (Hyperedge(h.edge_id, h.level, h.description, h.keywords, h.strength, h.members), h.chunks)
+        (Hyperedge(h.edge_id, h.level, h.description, h.keywords, h.strength, h.members, h.relation), h.chunks)
         for h in merged.edges.values()
     ]
     store.write_graph(entities, edges, options.max_description_chars)
@@ -117,5 +136,8 @@ def build_document_graph(
             )
     note("embedding graph")
     embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)
+    if options.concepts:
+        note("concept layer")
+        report.concepts = update_concept_layer(store, embedder, doc_id)
     report.seconds = time.perf_counter() - started
     return report

@@ -109,7 +109,7 @@ def eval_command(
     ] = None,
     strategies: Annotated[
         str, typer.Option("--strategies", help="Comma-separated retrieval strategies.")
-    ] = "bm25,dense,hybrid,dual",
+    ] = "bm25,dense,hybrid,dual,concept",
     collection: Annotated[
         Path | None,
         typer.Option("--collection", help="Index dir (default: <out>/collections/<dataset>-<embedder>)"),

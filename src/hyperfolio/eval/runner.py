@@ -172,14 +172,29 @@ def _check_embedder(collection: Collection, wanted: str | None) -> None:
 
 
 # Ablations of the hypergraph build, run as strategies on a copy of the collection with its graph rebuilt.
-ABLATIONS: dict[str, dict[str, object]] = {
-    "dual-textonly": {"multimodal": False},  # without multimodal extraction: text chunks only
-    "dual-norefine": {"refine": False},  # without anchor-driven refinement
+@dataclass(frozen=True)
+class Ablation:
+    mode: str  # the strategy it ablates
+    build: dict[str, object] = field(default_factory=dict)  # build settings changed: needs its own graph
+    retrieve: dict[str, object] = field(default_factory=dict)  # retrieval knobs changed per call
+
+
+ABLATIONS: dict[str, Ablation] = {
+    "dual-textonly": Ablation("dual", {"multimodal": False}),  # without multimodal extraction: text chunks only
+    "dual-norefine": Ablation("dual", {"refine": False}),  # without anchor-driven refinement
+    "concept-nograph": Ablation("concept", retrieve={"use_graph": False}),  # flat chunks only, then modality groups
+    "concept-noconflict": Ablation("concept", {"reconcile": False}),  # every extracted fact accepted
+    "concept-nomodality": Ablation("concept", retrieve={"by_modality": False}),  # one ranked list
 }
+GRAPH_MODES = ("dual", "concept")
+
+
+def _mode(strategy: str) -> str:
+    return ABLATIONS[strategy].mode if strategy in ABLATIONS else strategy
 
 
 def _ablation_settings(settings: Settings, strategy: str) -> Settings:
-    return replace(settings, build=replace(settings.build, **ABLATIONS[strategy]))
+    return replace(settings, build=replace(settings.build, **ABLATIONS[strategy].build))
 
 
 def run_eval(
@@ -219,15 +234,15 @@ def run_eval(
         if len(runnable) < len(questions):
             skipped["document failed to index"] = len(questions) - len(runnable)
         questions = runnable
-        if any(s.startswith("dual") for s in strategies):
+        if any(_mode(s) in GRAPH_MODES for s in strategies):
             collection.build_graph(progress=progress)  # documents indexed before the hypergraph existed
             collection.graph_embedder.embed(["warm-up"])
-        if any(s in ("dense", "hybrid") or s.startswith("dual") for s in strategies) or answers:
+        if any(_mode(s) in ("dense", "hybrid", *GRAPH_MODES) for s in strategies) or answers:
             collection.embedder.embed(["warm-up"])  # model load must not count as query latency
         variants = {
             s: collection.variant(directory.with_name(f"{directory.name}-{s}"), _ablation_settings(settings, s))
             for s in strategies
-            if s in ABLATIONS
+            if s in ABLATIONS and ABLATIONS[s].build
         }
         progress.querying(len(questions) * len(strategies))
         for question in questions:
@@ -285,8 +300,8 @@ def _run_one(
     answers: bool,
 ) -> QueryRecord:
     began = time.perf_counter()
-    mode = "dual" if strategy in ABLATIONS else strategy
-    evidence = collection.retrieve(question.question, mode=mode, k=depth, doc=doc_id)
+    knobs = ABLATIONS[strategy].retrieve if strategy in ABLATIONS else None
+    evidence = collection.retrieve(question.question, mode=_mode(strategy), k=depth, doc=doc_id, options=knobs)
     seconds = time.perf_counter() - began
     recall, answer_recall = score_package(question, evidence, evidence_kind, k_values, doc_id)
     record = QueryRecord(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hyperfolio.retrieve.base import Query, RetrievalContext, Strategy
+from hyperfolio.retrieve.concept import ConceptStrategy
 from hyperfolio.retrieve.dual import DualStrategy
 from hyperfolio.retrieve.flat import BM25Strategy, DenseStrategy, HybridStrategy
 
@@ -11,6 +12,7 @@ STRATEGIES: dict[str, type] = {
     "dense": DenseStrategy,
     "hybrid": HybridStrategy,
     "dual": DualStrategy,
+    "concept": ConceptStrategy,
 }
 
 

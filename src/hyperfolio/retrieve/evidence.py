@@ -44,3 +44,37 @@ def package(
             )
         )
     return EvidencePackage(question=question, strategy=strategy, items=items)
+
+
+MODALITY_ORDER = ("text", "table", "image")
+
+
+def modality_group(modality: str) -> str:
+    """Chunk modality -> evidence group: formulas read as text."""
+    return modality if modality in ("table", "image") else "text"
+
+
+def organise_by_modality(
+    ranked: Sequence[tuple[str, float]], modality_of: dict[str, str], limits: dict[str, int]
+) -> list[tuple[str, float]]:
+    """Modality-aware organisation (HVM-GraphRAG 3.2.3): the candidates split into text, table and
+    image groups, each ranked by score and cut to its limit, then laid out in that fixed order so an
+    answerer reads like with like."""
+    groups: dict[str, list[tuple[str, float]]] = {m: [] for m in MODALITY_ORDER}
+    for chunk_id, score in sorted(ranked, key=lambda r: -r[1]):
+        group = modality_group(modality_of.get(chunk_id, "text"))
+        if len(groups[group]) < limits.get(group, 0):
+            groups[group].append((chunk_id, score))
+    return [item for m in MODALITY_ORDER for item in groups[m]]
+
+
+def scaled_limits(limits: dict[str, int], k: int) -> dict[str, int]:
+    """Per-modality limits rescaled to a total of k (each at least 1 when it was positive)."""
+    total = sum(limits.values())
+    if total == k or total == 0:
+        return dict(limits)
+    scaled = {m: max(1, round(n * k / total)) if n else 0 for m, n in limits.items()}
+    while sum(scaled.values()) > k:  # rounding up can overshoot: trim the largest group
+        largest = max(scaled, key=lambda m: scaled[m])
+        scaled[largest] -= 1
+    return scaled

@@ -22,6 +22,8 @@ STAGE_READY = "ready"
 CHUNK_SPACE = "chunk"  # vector space of chunk embeddings
 ENTITY_SPACE = "entity"  # hypergraph vertices, one vector per (entity, document)
 HYPEREDGE_SPACE = "hyperedge"  # hyperedges, one vector per (hyperedge, document)
+CONCEPT_SPACE = "concept"  # concept nodes, one vector per (concept, document)
+RELATION_SPACE = "relation"  # concept-level relation labels, one vector per (relation, document)
 
 
 def scoped_key(item_id: str, doc_id: str) -> str:
@@ -75,6 +77,8 @@ class Store(Protocol):
     def vector_search(
         self, space: str, vector: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
     ) -> list[tuple[str, float]]: ...
+
+    def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]: ...
 
     def stats(self) -> dict[str, Any]: ...
 

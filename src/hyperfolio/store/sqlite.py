@@ -24,6 +24,7 @@ from hyperfolio.errors import StoreError
 from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Document, DocumentInfo, Entity, Hyperedge
 from hyperfolio.store.base import STAGE_PARSED, STAGE_READY
+from hyperfolio.store.concept_tables import CONCEPT_SCHEMA, LAYER_TABLES, ConceptTables
 
 DB_NAME = "hyperfolio.db"
 SCHEMA_VERSION = "2"
@@ -34,7 +35,8 @@ FTS_SCHEMA = """CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     chunk_id UNINDEXED, doc_id, text, heading, tokenize = 'porter unicode61'
 )"""
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,
@@ -132,6 +134,8 @@ CREATE TABLE IF NOT EXISTS refine_state (
     updated_at REAL NOT NULL
 );
 """
+    + CONCEPT_SCHEMA
+)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -152,9 +156,10 @@ class _VectorMatrix:
     ids: list[str] = field(default_factory=list)
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     rows_by_doc: dict[str, np.ndarray] = field(default_factory=dict)
+    row_of: dict[str, int] = field(default_factory=dict)  # filled on first use
 
 
-class SQLiteStore:
+class SQLiteStore(ConceptTables):
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -303,6 +308,8 @@ class SQLiteStore:
             db.execute("DELETE FROM chunks_fts WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM vectors WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM provenance WHERE doc_id = ?", (doc_id,))
+            for table in ("concept_edges", "concept_evidence", "conflict_log"):
+                db.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM doc_status WHERE doc_id = ?", (doc_id,))
@@ -319,6 +326,7 @@ class SQLiteStore:
             )
             # Graph vectors are keyed "<item>|<doc_id>" and went with the document's vectors above.
             db.execute("DELETE FROM refine_state WHERE anchor_id NOT IN (SELECT entity_id FROM entities)")
+            db.execute("DELETE FROM concepts WHERE concept_id NOT IN (SELECT concept_id FROM entity_concepts)")
         with self._lock:
             self._matrices.clear()
 
@@ -453,6 +461,19 @@ class SQLiteStore:
         ids = rows[top] if rows is not None else top
         return [(vm.ids[int(i)], float(scores[int(t)])) for i, t in zip(ids, top, strict=True)]
 
+    def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]:
+        """Similarity of `vector` to the stored vectors of these items (items without one are left out)."""
+        vm = self._matrix(space)
+        if not vm.ids or not item_ids:
+            return {}
+        if len(vm.row_of) != len(vm.ids):
+            vm.row_of = {item: i for i, item in enumerate(vm.ids)}
+        found = [(item, vm.row_of[item]) for item in dict.fromkeys(item_ids) if item in vm.row_of]
+        if not found:
+            return {}
+        scores = vm.matrix[[r for _, r in found]] @ np.asarray(vector, dtype=np.float32).reshape(-1)
+        return {item: float(score) for (item, _), score in zip(found, scores, strict=True)}
+
     # ------------------------------------------------------------------ hypergraph
     def write_graph(
         self,
@@ -511,6 +532,11 @@ class SQLiteStore:
                 "INSERT OR IGNORE INTO incidence(edge_id, entity_id, role) VALUES (?, ?, ?)",
                 [(h.edge_id, eid, role) for h, _ in edges for eid, role in h.members],
             )
+            self._write_layer_rows(
+                db,
+                [(e.entity_id, e.concept) for e, _ in entities],
+                [(h.edge_id, h.members[0][0], h.relation, h.members[1][0]) for h, _ in edges if h.relation],
+            )
             prov = [("entity", e.entity_id, c) for e, chunks in entities for c in chunks]
             prov += [("hyperedge", h.edge_id, c) for h, chunks in edges for c in chunks]
             db.executemany(
@@ -547,16 +573,18 @@ class SQLiteStore:
 
     def get_entities(self, entity_ids: Sequence[str]) -> list[Entity]:
         rows = self._in_query(
-            "SELECT entity_id, name, type, description, modality, aliases, norm_name FROM entities"
-            " WHERE entity_id IN ({marks})",
+            "SELECT e.entity_id, e.name, e.type, e.description, e.modality, e.aliases, e.norm_name, c.name"
+            " FROM entities e LEFT JOIN entity_concepts ec ON ec.entity_id = e.entity_id"
+            " LEFT JOIN concepts c ON c.concept_id = ec.concept_id WHERE e.entity_id IN ({marks})",
             entity_ids,
         )
-        found = {r[0]: Entity(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6]) for r in rows}
+        found = {r[0]: Entity(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7] or "") for r in rows}
         return [found[i] for i in entity_ids if i in found]
 
     def get_hyperedges(self, edge_ids: Sequence[str]) -> list[Hyperedge]:
         rows = self._in_query(
-            "SELECT edge_id, level, description, keywords, strength FROM hyperedges WHERE edge_id IN ({marks})",
+            "SELECT h.edge_id, h.level, h.description, h.keywords, h.strength, f.relation FROM hyperedges h"
+            " LEFT JOIN facts f ON f.edge_id = h.edge_id WHERE h.edge_id IN ({marks})",
             edge_ids,
         )
         members: dict[str, list[tuple[str, str]]] = {}
@@ -564,7 +592,9 @@ class SQLiteStore:
             "SELECT edge_id, entity_id, role FROM incidence WHERE edge_id IN ({marks}) ORDER BY rowid", edge_ids
         ):
             members.setdefault(edge, []).append((entity, role))
-        found = {r[0]: Hyperedge(r[0], r[1], r[2], json.loads(r[3]), r[4], members.get(r[0], [])) for r in rows}
+        found = {
+            r[0]: Hyperedge(r[0], r[1], r[2], json.loads(r[3]), r[4], members.get(r[0], []), r[5] or "") for r in rows
+        }
         return [found[i] for i in edge_ids if i in found]
 
     def incident_edges(self, entity_ids: Sequence[str], levels: Sequence[str] | None = None) -> dict[str, list[str]]:
@@ -641,9 +671,9 @@ class SQLiteStore:
     def clear_graph(self) -> None:
         """Forget the hypergraph (entities, hyperedges, refinement state and their vectors); chunks stay."""
         with self.transaction() as db:
-            for table in ("provenance", "incidence", "hyperedges", "entities", "refine_state"):
+            for table in ("provenance", *LAYER_TABLES, "incidence", "hyperedges", "entities", "refine_state"):
                 db.execute(f"DELETE FROM {table}")
-            db.execute("DELETE FROM vectors WHERE space IN ('entity', 'hyperedge')")
+            db.execute("DELETE FROM vectors WHERE space IN ('entity', 'hyperedge', 'concept', 'relation')")
         with self._lock:
             self._matrices.clear()
 
@@ -652,6 +682,7 @@ class SQLiteStore:
             "entities_by_modality": dict(self._query("SELECT modality, COUNT(*) FROM entities GROUP BY modality")),
             "hyperedges_by_level": dict(self._query("SELECT level, COUNT(*) FROM hyperedges GROUP BY level")),
             "anchors_refined": self._query("SELECT COUNT(*) FROM refine_state")[0][0],
+            **self.layer_stats(),
         }
 
     # ------------------------------------------------------------------ stats

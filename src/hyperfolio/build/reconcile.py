@@ -1,0 +1,397 @@
+"""The cross-modal holistic view: new facts checked against accepted ones (HVM-GraphRAG 3.1.2).
+
+A document's facts are processed in reading order. For each chunk, its new facts are pooled with
+the accepted facts about the same heads (this document's so far and the collection's), grouped
+by shared (head, relation), (head, tail) or head, and every group of two or more that holds a new
+fact is a candidate. A detector confirms real conflicts; a resolver decides keep / merge /
+revise / drop using the chunks that support the facts. Dropped facts leave the graph, and so do
+the entity -> chunk evidence links that only they supported. Every decision is recorded.
+
+The offline detector and resolver are deterministic rules; `reconcile_llm` holds the
+language-model ones, which share these types.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hyperfolio.build.extract import FACT
+from hyperfolio.build.facts_offline import number_of, years_in
+from hyperfolio.build.merge import MergedGraph
+from hyperfolio.phrases import normalize_name
+from hyperfolio.store.concept_tables import Decision
+from hyperfolio.store.sqlite import SQLiteStore
+
+MUTUAL, TEMPORAL, GRANULARITY = "mutual", "temporal", "granularity"
+# Relations that give their head one value at a time: membership, place, identity, ownership.
+_FUNCTIONAL_WORDS = {
+    "is", "belongs", "belong", "part", "member", "system", "network", "group", "owned", "owner", "operated",
+    "operator", "assigned", "located", "based", "headquartered", "capital", "category", "type", "class",
+    "born", "founded", "ceo", "chair", "president", "led", "run", "managed", "parent", "country", "city",
+}  # fmt: skip
+
+
+@dataclass
+class Fact:
+    edge_id: str
+    head: str  # entity id
+    relation: str
+    tail: str
+    head_name: str
+    tail_name: str
+    tail_concept: str = ""
+    description: str = ""  # the sentence or table cell that states it
+    chunks: list[str] = field(default_factory=list)
+    from_table: bool = False
+    new: bool = True  # extracted from the document being added (else: accepted earlier)
+
+    @property
+    def text(self) -> str:
+        return f"{self.head_name} | {self.relation} | {self.tail_name}"
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """(page, order) of its first evidence: later sections come later."""
+        return min((_chunk_position(c) for c in self.chunks), default=(0, 0))
+
+    @property
+    def years(self) -> set[str]:
+        return years_in(self.description) - years_in(self.tail_name)
+
+    @property
+    def value(self) -> float | None:
+        return number_of(self.tail_name) if re.search(r"\d", self.tail_name) else None
+
+
+def _chunk_position(chunk_id: str) -> tuple[int, int]:
+    try:
+        _, page, order = chunk_id.rsplit(":", 2)
+        return int(page), int(order)
+    except ValueError:
+        return (0, 0)
+
+
+@dataclass
+class Conflict:
+    kind: str  # MUTUAL, TEMPORAL or GRANULARITY
+    facts: tuple[Fact, Fact]
+    reason: str
+
+
+@dataclass
+class Resolution:
+    fact: Fact
+    decision: str  # "kept", "revised", "dropped"
+    reason: str
+    relation: str = ""  # the new relation when revised
+
+
+class ConflictDetector(Protocol):
+    name: str
+
+    def confirm(self, groups: list[list[Fact]]) -> list[Conflict]:
+        """The real conflicts among candidate groups (pairs of facts with a kind and a reason)."""
+
+
+class ConflictResolver(Protocol):
+    name: str
+
+    def resolve(self, conflict: Conflict, evidence: dict[str, str]) -> list[Resolution]:
+        """What to do with each fact of a confirmed conflict; `evidence` maps chunk id -> text."""
+
+
+def functional(fact: Fact) -> bool:
+    return fact.from_table or bool(set(fact.relation.split("_")) & _FUNCTIONAL_WORDS)
+
+
+def _tokens(name: str) -> set[str]:
+    return set(normalize_name(name).split())
+
+
+class OfflineDetector:
+    """Rules that catch contradictions: one head and relation with two numbers (unless their years
+    differ), one head given two values of a one-value relation, one head assigned to two different
+    members of the same concept."""
+
+    name = "offline"
+
+    def pair(self, a: Fact, b: Fact) -> Conflict | None:
+        if a.head != b.head or a.tail == b.tail:
+            return None
+        same_relation = a.relation == b.relation
+        if a.value is not None and b.value is not None:
+            if not same_relation or a.value == b.value:
+                return None
+            if a.years and b.years and a.years != b.years:
+                years = ", ".join(sorted(a.years | b.years))
+                why = f"{a.relation} of {a.head_name} is given for different years ({years})"
+                return Conflict(TEMPORAL, (a, b), why)
+            return Conflict(
+                MUTUAL, (a, b), f"{a.head_name} has two values for {a.relation}: {a.tail_name} and {b.tail_name}"
+            )
+        if a.value is not None or b.value is not None:
+            return None
+        ta, tb = _tokens(a.tail_name), _tokens(b.tail_name)
+        if same_relation and functional(a):
+            if ta and tb and (ta < tb or tb < ta):
+                return Conflict(GRANULARITY, (a, b), f"{a.tail_name} and {b.tail_name} differ in specificity")
+            return Conflict(MUTUAL, (a, b), f"{a.head_name} {a.relation} both {a.tail_name} and {b.tail_name}")
+        if (
+            not same_relation
+            and functional(a)
+            and functional(b)
+            and a.tail_concept
+            and a.tail_concept == b.tail_concept
+            and not (ta < tb or tb < ta)
+        ):
+            return Conflict(
+                MUTUAL,
+                (a, b),
+                f"{a.head_name} is assigned to two different {a.tail_concept} entities: {a.tail_name} ({a.relation})"
+                f" and {b.tail_name} ({b.relation})",
+            )
+        return None
+
+    def confirm(self, groups: list[list[Fact]]) -> list[Conflict]:
+        found: dict[tuple[str, str], Conflict] = {}
+        for group in groups:
+            for i, a in enumerate(group):
+                for b in group[i + 1 :]:
+                    if not (a.new or b.new):
+                        continue
+                    key = tuple(sorted((a.edge_id, b.edge_id)))
+                    if key not in found and (conflict := self.pair(a, b)):
+                        found[key] = conflict  # type: ignore[index]
+        return list(found.values())
+
+
+class OfflineResolver:
+    """Deterministic: years become part of the relation; a more specific value keeps its company;
+    otherwise the better-supported fact wins, then the one from a table, then the later one."""
+
+    name = "offline"
+
+    def resolve(self, conflict: Conflict, evidence: dict[str, str]) -> list[Resolution]:
+        a, b = conflict.facts
+        if conflict.kind == TEMPORAL:
+            return [
+                Resolution(
+                    f,
+                    "revised",
+                    f"scoped to {', '.join(sorted(f.years))}: {conflict.reason}",
+                    f"{f.relation} [{', '.join(sorted(f.years))}]",
+                )
+                for f in (a, b)
+            ]
+        if conflict.kind == GRANULARITY:
+            return [Resolution(f, "kept", f"compatible, {conflict.reason}") for f in (a, b)]
+
+        def rank(f: Fact) -> tuple:
+            return (len(set(f.chunks)), f.from_table, f.position)
+
+        winner, loser = (a, b) if rank(a) >= rank(b) else (b, a)
+        if len(set(winner.chunks)) > len(set(loser.chunks)):
+            why = f"stated in {len(set(winner.chunks))} chunks against {len(set(loser.chunks))}"
+        elif winner.from_table and not loser.from_table:
+            why = "a table cell is more specific than running text"
+        else:
+            why = f"the later statement (page {winner.position[0]}) supersedes page {loser.position[0]}"
+        return [
+            Resolution(winner, "kept", f"{conflict.reason}; kept: {why}"),
+            Resolution(loser, "dropped", f"{conflict.reason}; dropped in favour of {winner.text}: {why}"),
+        ]
+
+
+@dataclass
+class ReconcileReport:
+    facts: int = 0
+    groups: int = 0  # candidate conflict groups
+    conflicts: int = 0  # confirmed
+    kept: int = 0
+    merged: int = 0
+    revised: int = 0
+    dropped: int = 0
+    decisions: list[Decision] = field(default_factory=list)
+
+    def add(self, other: ReconcileReport) -> None:
+        for name in ("facts", "groups", "conflicts", "kept", "merged", "revised", "dropped"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def candidate_groups(new: Sequence[Fact], pool: Sequence[Fact]) -> list[list[Fact]]:
+    """Groups of facts sharing (head, relation), (head, tail) or head with a new fact; two or more each."""
+    keys = (
+        lambda f: (f.head, f.relation),
+        lambda f: (f.head, f.tail),
+        lambda f: (f.head,),
+    )
+    seen: set[frozenset[str]] = set()
+    groups: list[list[Fact]] = []
+    for fact in new:
+        for key in keys:
+            group = [f for f in pool if key(f) == key(fact)]
+            ids = frozenset(f.edge_id for f in group)
+            if len(group) > 1 and ids not in seen:
+                seen.add(ids)
+                groups.append(group)
+    return groups
+
+
+def _merged_facts(merged: MergedGraph, tables: set[str]) -> list[Fact]:
+    """The document's facts; `tables` are the ids of its table chunks."""
+    out = []
+    for edge in merged.edges.values():
+        if edge.level != FACT or len(edge.members) != 2:
+            continue
+        (head, _), (tail, _) = edge.members
+        h, t = merged.entities.get(head), merged.entities.get(tail)
+        if h is None or t is None:
+            continue
+        out.append(
+            Fact(
+                edge.edge_id,
+                head,
+                edge.relation,
+                tail,
+                h.name,
+                t.name,
+                t.concept,
+                edge.description,
+                list(edge.chunks),
+                from_table=bool(tables & set(edge.chunks)),
+            )
+        )
+    return sorted(out, key=lambda f: (f.position, f.edge_id))
+
+
+def _table_chunks(store: SQLiteStore, chunk_ids: Sequence[str]) -> set[str]:
+    return {c.chunk_id for c in store.get_chunks(chunk_ids) if c.modality == "table"}
+
+
+def _stored_facts(store: SQLiteStore, heads: Sequence[str], exclude: set[str]) -> list[Fact]:
+    rows = [r for r in store.facts_about(heads) if r.edge_id not in exclude]
+    tables = _table_chunks(store, [c for r in rows for c in r.chunks])
+    entities = {e.entity_id: e for e in store.get_entities(list({i for r in rows for i in (r.head_id, r.tail_id)}))}
+    facts = []
+    for r in rows:
+        h, t = entities.get(r.head_id), entities.get(r.tail_id)
+        if h and t:
+            facts.append(
+                Fact(
+                    r.edge_id,
+                    r.head_id,
+                    r.relation,
+                    r.tail_id,
+                    h.name,
+                    t.name,
+                    t.concept,
+                    r.description,
+                    r.chunks,
+                    from_table=bool(tables & set(r.chunks)),
+                    new=False,
+                )
+            )
+    return facts
+
+
+def reconcile(
+    store: SQLiteStore,
+    merged: MergedGraph,
+    doc_id: str,
+    detector: ConflictDetector,
+    resolver: ConflictResolver,
+) -> ReconcileReport:
+    """Check this document's facts against the holistic view; edits `merged` and the store in place."""
+    report = ReconcileReport()
+    fact_chunks = [c for e in merged.edges.values() if e.level == FACT for c in e.chunks]
+    new_facts = _merged_facts(merged, _table_chunks(store, fact_chunks))
+    report.facts = len(new_facts)
+    stored = _stored_facts(store, list({f.head for f in new_facts}), {f.edge_id for f in new_facts})
+    report.merged = sum(1 for f in new_facts if len(set(f.chunks)) > 1)
+    report.merged += len({f.edge_id for f in new_facts} & set(store_fact_ids(store, new_facts)))
+    view: dict[str, list[Fact]] = {}
+    for fact in stored:
+        view.setdefault(fact.head, []).append(fact)
+    by_chunk: dict[str, list[Fact]] = {}
+    for fact in new_facts:
+        by_chunk.setdefault(min(fact.chunks, key=_chunk_position) if fact.chunks else "", []).append(fact)
+    dropped: list[Fact] = []
+    for chunk in sorted(by_chunk, key=_chunk_position):
+        batch = by_chunk[chunk]
+        pool = list({f.edge_id: f for h in {f.head for f in batch} for f in view.get(h, [])}.values()) + batch
+        groups = candidate_groups(batch, pool)
+        report.groups += len(groups)
+        conflicts = detector.confirm(groups) if groups else []
+        report.conflicts += len(conflicts)
+        gone: set[str] = set()
+        for conflict in conflicts:
+            if any(f.edge_id in gone for f in conflict.facts):
+                continue  # one side already left the view through an earlier conflict
+            chunk_ids = list(dict.fromkeys(c for f in conflict.facts for c in f.chunks))
+            texts = {c.chunk_id: c.text for c in store.get_chunks(chunk_ids)}
+            for resolution in resolver.resolve(conflict, texts):
+                fact = resolution.fact
+                other = next(f for f in conflict.facts if f is not fact)
+                report.decisions.append(
+                    Decision(
+                        doc_id,
+                        conflict.kind,
+                        resolution.decision,
+                        fact.text,
+                        other.text,
+                        resolution.reason,
+                        list(dict.fromkeys(fact.chunks)),
+                        resolver.name,
+                    )
+                )
+                if resolution.decision == "dropped":
+                    report.dropped += 1
+                    gone.add(fact.edge_id)
+                    dropped.append(fact)
+                elif resolution.decision == "revised" and resolution.relation:
+                    report.revised += 1
+                    fact.relation = resolution.relation
+                    if fact.new:
+                        merged.edges[fact.edge_id].relation = resolution.relation
+                    else:
+                        store.relabel_fact(fact.edge_id, resolution.relation)
+                else:
+                    report.kept += 1
+        for fact in batch:
+            if fact.edge_id not in gone:
+                view.setdefault(fact.head, []).append(fact)
+        for head, facts in view.items():
+            view[head] = [f for f in facts if f.edge_id not in gone]
+    _drop(store, merged, dropped, new_facts + stored)
+    store.log_decisions(report.decisions)
+    return report
+
+
+def store_fact_ids(store: SQLiteStore, facts: Sequence[Fact]) -> list[str]:
+    """Which of these fact ids the collection already holds (the same fact from another document)."""
+    found = store.get_hyperedges([f.edge_id for f in facts])
+    return [e.edge_id for e in found]
+
+
+def _drop(store: SQLiteStore, merged: MergedGraph, dropped: list[Fact], every: list[Fact]) -> None:
+    """Remove dropped facts, and each (entity, chunk) evidence link that only dropped facts supported."""
+    if not dropped:
+        return
+    gone = {f.edge_id for f in dropped}
+    surviving: set[tuple[str, str]] = set()
+    for fact in every:
+        if fact.edge_id not in gone:
+            surviving.update((e, c) for e in (fact.head, fact.tail) for c in fact.chunks)
+    links = {(e, c) for f in dropped for e in (f.head, f.tail) for c in f.chunks} - surviving
+    for fact in dropped:
+        merged.edges.pop(fact.edge_id, None)
+    stored_drop = [f.edge_id for f in dropped if not f.new]
+    if stored_drop:
+        store.delete_hyperedges(stored_drop)
+    for entity, chunk in links:
+        if entity in merged.entities and chunk in merged.entities[entity].chunks:
+            merged.entities[entity].chunks.remove(chunk)
+    store.remove_evidence_links(sorted(links))

@@ -1,0 +1,216 @@
+"""The holistic view: planted contradictions are detected, resolved and recorded, and the evidence
+index follows; the concept layer and concept retrieval built over it."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from hyperfolio import Collection, Settings
+from hyperfolio.build.reconcile import Fact, OfflineDetector, OfflineResolver, candidate_groups
+
+# Page 1 states a figure and assigns a route to its system in a table; page 2 contradicts both
+# (the figure, and the route assigned to another system - the paper's Rhine-Ruhr case) and gives
+# revenue for another year; page 3 repeats the page-1 figure.
+REPORT = (
+    "# Fleet Report\n\n## Operations\n\n"
+    "The Osprey fleet capacity is 412,000 TEU. The Osprey Shipping Company operates container vessels from "
+    "Rotterdam.\n\n"
+    "| Route | System |\n| --- | --- |\n| Dusseldorf-Neuss | Dusseldorf Stadtbahn |\n"
+    "| Essen-Mulheim | Essen Stadtbahn |\n\n"
+    "## Revenue\n\nOsprey revenue was $5.2 million in 2022.\n"
+    "\f\n## Outlook\n\n"
+    "The Osprey fleet capacity is 390,000 TEU. The Dusseldorf-Neuss route belongs to the Essen Stadtbahn. "
+    "Osprey revenue was $6.1 million in 2023.\n"
+    "\f\n## Summary\n\nAs reported, the Osprey fleet capacity is 412,000 TEU. The company also runs feeders.\n"
+)
+PORTS = "# Port Notes\n\n## Europe\n\nRotterdam handled record volumes for the Maersk Line.\n"
+
+
+def rows(col: Collection, sql: str, *params) -> list[tuple]:
+    db = sqlite3.connect(col.store.path)
+    try:
+        return db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+
+
+def facts(col: Collection) -> set[tuple[str, str, str]]:
+    return set(
+        rows(
+            col,
+            "SELECT h.name, f.relation, t.name FROM facts f JOIN entities h ON h.entity_id = f.head_id"
+            " JOIN entities t ON t.entity_id = f.tail_id",
+        )
+    )
+
+
+@pytest.fixture
+def report(tmp_path, embedder):
+    (tmp_path / "report.md").write_text(REPORT)
+    col = Collection(tmp_path / "col", embedder=embedder)
+    result = col.add([tmp_path / "report.md"]).results[0]
+    assert result.status == "added", result.reason
+    yield col, result.doc_id, tmp_path
+    col.close()
+
+
+def test_a_figure_stated_differently_keeps_the_better_supported_one(report):
+    col, _, _ = report
+    kept = facts(col)
+    assert ("fleet capacity", "is", "412,000 TEU") in kept
+    assert ("fleet capacity", "is", "390,000 TEU") not in kept
+    dropped = [d for d in col.store.decisions() if d.decision == "dropped" and "390,000" in d.fact]
+    assert len(dropped) == 1 and dropped[0].kind == "mutual"
+    assert "stated in 2 chunks against 1" in dropped[0].reason
+    assert dropped[0].evidence and dropped[0].evidence[0].endswith(":2:0")  # the page-2 chunk
+
+
+def test_an_entity_assigned_to_two_groups_keeps_the_table_assignment(report):
+    col, _, _ = report
+    kept = facts(col)
+    assert ("Dusseldorf-Neuss", "system", "Dusseldorf Stadtbahn") in kept
+    assert not any(h == "Dusseldorf-Neuss" and t == "Essen Stadtbahn" for h, _, t in kept)
+    decision = next(d for d in col.store.decisions() if d.decision == "dropped" and "Essen Stadtbahn" in d.fact)
+    assert "assigned to two different System entities" in decision.reason
+    assert "table cell" in decision.reason
+
+
+def test_the_evidence_index_drops_links_only_the_dropped_fact_supported(report):
+    col, doc_id, _ = report
+    page2 = f"{doc_id}:2:0"
+    linked = {
+        name
+        for (name,) in rows(
+            col,
+            "SELECT e.name FROM provenance p JOIN entities e ON e.entity_id = p.item_id"
+            " WHERE p.item_kind = 'entity' AND p.chunk_id = ?",
+            page2,
+        )
+    }
+    assert "Essen Stadtbahn" not in linked  # its only tie to page 2 was the dropped assignment
+    assert "Osprey" in linked  # still supported there by the revenue fact
+    # ... and the concept index follows: the System concept no longer reaches page 2 through it.
+    system_chunks = {
+        c
+        for (c,) in rows(
+            col,
+            "SELECT ce.chunk_id FROM concept_evidence ce JOIN concepts c ON c.concept_id = ce.concept_id"
+            " WHERE c.name = 'System'",
+        )
+    }
+    assert system_chunks and page2 not in system_chunks
+
+
+def test_figures_for_different_years_are_revised_not_dropped(report):
+    col, _, _ = report
+    relations = {r for h, r, t in facts(col) if h == "Osprey" and t.startswith("$")}
+    assert relations == {"revenue [2022]", "revenue [2023]"}
+    revised = [d for d in col.store.decisions() if d.decision == "revised"]
+    assert len(revised) == 2 and all(d.kind == "temporal" for d in revised)
+
+
+def test_graph_report_counts_and_concepts(report):
+    col, _, _ = report
+    graph = col.last_graph_report
+    assert graph.reconcile.conflicts == 3 and graph.reconcile.dropped == 2 and graph.reconcile.revised == 2
+    assert graph.reconcile.merged >= 1  # the 412,000 TEU figure, stated twice
+    concepts = dict(
+        rows(
+            col,
+            "SELECT e.name, c.name FROM entity_concepts ec JOIN entities e USING (entity_id)"
+            " JOIN concepts c USING (concept_id)",
+        )
+    )
+    assert concepts["Dusseldorf-Neuss"] == "Route" and concepts["Essen Stadtbahn"] == "System"
+    # A name's head noun is its concept when the text also uses the noun as a word ("the company").
+    assert concepts["Osprey Shipping Company"] == "Company" and concepts["2022"] == "Year"
+    edges = set(
+        rows(
+            col,
+            "SELECT h.name, e.relation, t.name FROM concept_edges e JOIN concepts h ON"
+            " h.concept_id = e.head_id JOIN concepts t ON t.concept_id = e.tail_id",
+        )
+    )
+    assert ("Route", "system", "System") in edges
+    stats = col.stats()
+    assert stats["concepts"] >= 5 and stats["conflict_decisions"]["dropped"] == 2
+
+
+def test_concept_retrieval_reaches_chunks_through_concepts_grouped_by_modality(report):
+    col, doc_id, _ = report
+    evidence = col.retrieve("Which system serves the Dusseldorf-Neuss route?", mode="concept", doc=doc_id)
+    anchors = [name for name, _ in evidence.meta["concepts"]]
+    assert "Route" in anchors
+    assert any(r[1] == "system" for r in evidence.meta["relations"])
+    assert any(item.sources.get("concept") for item in evidence.items)  # reached through the concept index
+    modalities = [item.chunk.modality for item in evidence.items]
+    assert "table" in modalities
+    order = {"text": 0, "formula": 0, "table": 1, "image": 2}
+    assert modalities == sorted(modalities, key=order.__getitem__)  # text, then tables, then images
+    table = next(item for item in evidence.items if item.chunk.modality == "table")
+    assert "Dusseldorf Stadtbahn" in table.chunk.text
+
+
+def test_concept_retrieval_knobs_and_ablations(report):
+    col, doc_id, _ = report
+    flat = col.retrieve("Which system serves the route?", mode="concept", doc=doc_id, options={"use_graph": False})
+    assert "concepts" not in flat.meta and all("concept" not in i.sources for i in flat.items)
+    mixed = col.retrieve("fleet capacity", mode="concept", doc=doc_id, options={"by_modality": False})
+    assert [i.score for i in mixed.items] == sorted((i.score for i in mixed.items), reverse=True)
+    strict = col.retrieve("fleet capacity", mode="concept", doc=doc_id, options={"threshold": 0.99})
+    assert strict.meta["concepts"] == []
+    with pytest.raises(TypeError):
+        col.retrieve("fleet capacity", mode="concept", options={"no_such_knob": 1})
+
+
+def test_a_new_document_is_checked_against_accepted_facts_and_removal_updates_the_layer(report, tmp_path):
+    col, _, _ = report
+    (tmp_path / "update.md").write_text(
+        "# Update\n\n## Fleet\n\nThe Osprey fleet capacity is 398,000 TEU, and the fleet capacity of rivals is lower."
+        "\n\n" + PORTS.split("\n\n", 2)[2]
+    )
+    update = col.add([tmp_path / "update.md"]).results[0]
+    decisions = col.store.decisions(update.doc_id)
+    assert any(d.decision == "dropped" and "398,000" in d.fact for d in decisions)  # the view spans documents
+    assert ("fleet capacity", "is", "412,000 TEU") in facts(col)
+    companies = rows(col, "SELECT COUNT(*) FROM concept_evidence WHERE doc_id = ?", update.doc_id)[0][0]
+    assert companies > 0
+    col.remove(update.doc_id)
+    assert rows(col, "SELECT COUNT(*) FROM concept_evidence WHERE doc_id = ?", update.doc_id)[0][0] == 0
+    assert col.store.decisions(update.doc_id) == []
+    assert "Maersk Line" not in {n for (n,) in rows(col, "SELECT name FROM entities")}
+
+
+def test_without_reconciliation_every_fact_is_accepted(tmp_path, embedder):
+    (tmp_path / "report.md").write_text(REPORT)
+    settings = Settings.load(None, build={"reconcile": False})
+    with Collection(tmp_path / "col", settings=settings, embedder=embedder) as col:
+        col.add([tmp_path / "report.md"])
+        kept = facts(col)
+        assert ("fleet capacity", "is", "390,000 TEU") in kept and col.store.decisions() == []
+
+
+def fact(edge: str, head: str, relation: str, tail: str, **kw) -> Fact:
+    return Fact(edge, head, relation, tail, head, tail, **kw)
+
+
+def test_detector_rules_on_their_own():
+    detector = OfflineDetector()
+    # Different relations over one head with unrelated tails: grouped (same head) but no conflict.
+    a = fact("f1", "Osprey", "operates_from", "Rotterdam", tail_concept="Port")
+    b = fact("f2", "Osprey", "founded_in", "1998", description="Osprey was founded in 1998")
+    groups = candidate_groups([b], [a, b])
+    assert groups == [[a, b]]
+    assert detector.confirm(groups) == []
+    # Granularity: one value contains the other.
+    c = fact("f3", "Osprey", "based_in", "Rotterdam", tail_concept="City")
+    d = fact("f4", "Osprey", "based_in", "Rotterdam Port Area", tail_concept="City")
+    (conflict,) = detector.confirm([[c, d]])
+    assert conflict.kind == "granularity"
+    assert {r.decision for r in OfflineResolver().resolve(conflict, {})} == {"kept"}
+    # Accepted facts alone are never re-litigated.
+    e = fact("f5", "Osprey", "based_in", "Hamburg", tail_concept="City", new=False)
+    f = fact("f6", "Osprey", "based_in", "Bremen", tail_concept="City", new=False)
+    assert detector.confirm([[e, f]]) == []
