@@ -25,6 +25,8 @@ from hyperfolio.build.extract import Extractor
 from hyperfolio.build.extract_llm import LLMExtractor
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.pipeline import GraphReport, build_document_graph
+from hyperfolio.build.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
+from hyperfolio.build.reconcile_llm import LLMDetector, LLMResolver
 from hyperfolio.build.refine import OfflineRefiner, Refiner, refine_anchors
 from hyperfolio.build.refine_llm import LLMRefiner
 from hyperfolio.build.summarise import DescriptionSummariser
@@ -37,6 +39,7 @@ from hyperfolio.models.registry import ModelSet
 from hyperfolio.models.usage import read_usage
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
+from hyperfolio.retrieve.evidence import regroup
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.concept_tables import Decision
 from hyperfolio.store.sqlite import SQLiteStore
@@ -222,6 +225,14 @@ class Collection:
         )
 
     @property
+    def reconcilers(self) -> tuple[ConflictDetector, ConflictResolver]:
+        """Conflict detector and resolver: the extract model when configured, offline rules otherwise."""
+        chat = self.models.get("extract")
+        if chat is None:
+            return OfflineDetector(), OfflineResolver()
+        return LLMDetector(chat), LLMResolver(chat)
+
+    @property
     def refiner(self) -> Refiner:
         chat = self.models.get("extract")
         return OfflineRefiner() if chat is None else LLMRefiner(chat)
@@ -362,6 +373,7 @@ class Collection:
         self.store.set_stage(info.doc_id, STAGE_READY)
 
     def _build_graph_of(self, info: DocumentInfo, progress: AddProgress) -> GraphReport:
+        detector, resolver = self.reconcilers
         return build_document_graph(
             self.store,
             info.doc_id,
@@ -372,6 +384,8 @@ class Collection:
             self.settings.build,
             on_stage=lambda stage: progress.graph_stage(stage + self._usage_note()),
             summarise=self.summariser,
+            detector=detector,
+            resolver=resolver,
         )
 
     def build_graph(self, rebuild: bool = False, progress: AddProgress | None = None) -> list[GraphReport]:
@@ -483,6 +497,9 @@ class Collection:
         if options:
             context = replace(context, concept=replace(context.concept, **options))
         evidence = strategy.retrieve(query, context)
+        if strategy.name != "concept" and (options or {}).get("by_modality"):
+            c = context.concept  # the shared modality-aware step, for any strategy
+            evidence = regroup(evidence, {"text": c.k_text, "table": c.k_table, "image": c.k_image})
         evidence.meta["seconds"] = time.perf_counter() - started
         return evidence
 

@@ -30,7 +30,7 @@ _CAPITALISED = re.compile(rf"(?:{_WORD})(?:\s+(?:(?:of|&|for|de|la|du|von|van|of
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,9}(?:-[A-Z0-9]+)*s?\b")
 _QUANTITY = re.compile(
     r"(?:[$€£¥]\s?)?\b\d(?:[\d,]*\d)?(?:\.\d+)?\s?(?:%|percent|per cent|million|billion|trillion|thousand|"
-    r"mw|gw|kw|mwh|gwh|twh|kg|km|mm|cm|m|ms|s|x|people|staff|children|[A-Z]{2,5}\b|(?-i:[a-z]{3,}s\b))?(?!\w)",
+    r"mw|gw|kw|mwh|gwh|twh|kg|km|mm|cm|m|ms|s|x|people|staff|children|(?-i:[A-Z]{2,5}\b)|(?-i:[a-z]{3,}s\b))?(?!\w)",
     re.IGNORECASE,
 )
 _NUMBER_PART = re.compile(r"[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?")

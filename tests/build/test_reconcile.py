@@ -163,6 +163,12 @@ def test_concept_retrieval_knobs_and_ablations(report):
     assert strict.meta["concepts"] == []
     with pytest.raises(TypeError):
         col.retrieve("fleet capacity", mode="concept", options={"no_such_knob": 1})
+    # The modality-aware layout is a shared step any strategy can ask for.
+    plain = col.retrieve("Dusseldorf Stadtbahn route fleet", mode="bm25", doc=doc_id)
+    grouped = col.retrieve("Dusseldorf Stadtbahn route fleet", mode="bm25", doc=doc_id, options={"by_modality": True})
+    assert [i.chunk.modality for i in plain.items][0] == "table"  # BM25 ranks the table first ...
+    assert [i.chunk.modality for i in grouped.items][-1] == "table"  # ... the layout puts text first
+    assert grouped.meta["by_modality"] and [i.rank for i in grouped.items] == list(range(1, len(grouped.items) + 1))
 
 
 def test_a_new_document_is_checked_against_accepted_facts_and_removal_updates_the_layer(report, tmp_path):
@@ -205,11 +211,26 @@ def test_detector_rules_on_their_own():
     assert groups == [[a, b]]
     assert detector.confirm(groups) == []
     # Granularity: one value contains the other.
-    c = fact("f3", "Osprey", "based_in", "Rotterdam", tail_concept="City")
-    d = fact("f4", "Osprey", "based_in", "Rotterdam Port Area", tail_concept="City")
+    c = fact("f3", "Osprey", "based_in", "Rotterdam", tail_concept="City", description="Osprey is based in Rotterdam.")
+    d = fact(
+        "f4",
+        "Osprey",
+        "based_in",
+        "Rotterdam Port Area",
+        tail_concept="City",
+        description="Osprey is based in the Rotterdam Port Area.",
+    )
     (conflict,) = detector.confirm([[c, d]])
     assert conflict.kind == "granularity"
     assert {r.decision for r in OfflineResolver().resolve(conflict, {})} == {"kept"}
+    # Two sentences that do not make the same claim are not compared without a model ...
+    g = fact("f7", "Democrats", "share", "88%", description="Among young voters, Democrats share is 88%.")
+    h = fact("f8", "Democrats", "share", "33%", description="Of all rural counties polled, Democrats share is 33%.")
+    assert detector.confirm([[g, h]]) == []
+    # ... nor are two table cells (two tables, or two rows of one, are two breakdowns).
+    t1 = fact("f9", "Openness", "score", "63.07", chunks=["d:6:1"], from_table=True)
+    t2 = fact("f10", "Openness", "score", "62.62", chunks=["d:6:1"], from_table=True)
+    assert detector.confirm([[t1, t2]]) == []
     # Accepted facts alone are never re-litigated.
     e = fact("f5", "Osprey", "based_in", "Hamburg", tail_concept="City", new=False)
     f = fact("f6", "Osprey", "based_in", "Bremen", tail_concept="City", new=False)

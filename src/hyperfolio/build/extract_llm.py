@@ -13,6 +13,7 @@ sinks a document; such pages are logged and counted in `fallback_pages`.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from hyperfolio.build.extract import HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
+from hyperfolio.build.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.build.extract_offline import OfflineExtractor
+from hyperfolio.build.facts_offline import ConceptNamer, concept_name
 from hyperfolio.model import Chunk
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel, VisionModel
@@ -49,6 +51,7 @@ class EntityReply(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     modality: str = Field("text", description="text, table or visual")
     chunk_refs: list[int] = Field(default_factory=list, description="numbers of the chunks that mention it")
+    concept: str = Field("", description="the general category it is an instance of, e.g. Company, Metric, Year")
 
     @field_validator("modality", mode="before")
     @classmethod
@@ -92,10 +95,29 @@ class GroupReply(BaseModel):
         return numbers(value)
 
 
+class FactReply(BaseModel):
+    head: str
+    relation: str = Field(description="a short snake_case label, e.g. capacity_in_teu, part_of")
+    tail: str
+    chunk_refs: list[int] = Field(default_factory=list)
+
+    @field_validator("chunk_refs", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> list[int]:
+        return numbers(value)
+
+
 class PageExtraction(BaseModel):
     entities: list[EntityReply] = Field(default_factory=list)
     low_edges: list[PairReply] = Field(default_factory=list)
     high_edges: list[GroupReply] = Field(default_factory=list)
+    facts: list[FactReply] = Field(default_factory=list)
+
+
+def relation_key(text: str) -> str:
+    """A relation label in one canonical form: lower-case words joined by underscores."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return "_".join(words[:6])
 
 
 # --------------------------------------------------------------------------- prompt
@@ -115,6 +137,13 @@ description of how they relate on this page, a few keywords, and a strength betw
 its caption and the values it plots, a table row with its key and column values, a sentence \
 linking several entities. Give members (entity names from your list), a description, keywords \
 and chunk_refs.
+4. facts - what the page asserts about single entities, as head, relation, tail triples: the head \
+and tail are entity names from your list and the relation is a short snake_case label \
+(capacity_in_teu, part_of, founded_in, revenue_in_2023). Put a time or scope the page gives into the \
+relation, so facts about different years stay apart. A table row gives one fact per cell: the \
+row key, the column header as the relation, and the cell value.
+Each entity also gets a concept: the general category it is an instance of (Company, Person, City, \
+Metric, Dataset, Method, Year, Amount ...), one word or two, reused across entities of that kind.
 
 Use names exactly as they appear on the page. Do not invent facts that the page does not state. \
 Prefer a few precise entities over many vague ones."""
@@ -249,7 +278,7 @@ class LLMExtractor:
             body.append(block)
             used += len(block)
         text = "\n".join(head) + "\n\nChunks of this page:\n\n" + "\n\n".join(body)
-        text += "\n\nExtract the entities, low_edges and high_edges of this page."
+        text += "\n\nExtract the entities, low_edges, high_edges and facts of this page."
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}]
 
     # ------------------------------------------------------------------ the reply, checked against the page
@@ -273,6 +302,7 @@ class LLMExtractor:
                 found = ExtractedEntity(
                     name, one_line(item.type).lower() or "concept", item.modality, one_line(item.description)
                 )
+                found.concept = concept_name(one_line(item.concept)) if item.concept.strip() else ""
                 by_key[key] = found
                 graph.entities.append(found)
             found.chunks.extend(c for c in cited if c not in found.chunks)
@@ -320,6 +350,24 @@ class LLMExtractor:
             add_edge([pair.source, pair.target], pair.description, pair.keywords, pair.strength, pair.chunk_refs)
         for group in reply.high_edges:
             add_edge(group.members, group.description, group.keywords, 1.0, group.chunk_refs)
+        for fact in reply.facts:
+            head, tail, relation = member(fact.head), member(fact.tail), relation_key(fact.relation)
+            if head is None or tail is None or head is tail or not relation:
+                continue
+            cited = chunk_ids(fact.chunk_refs) or [c for c in head.chunks if c in tail.chunks] or list(ids)
+            said = f"{head.name} {relation.replace('_', ' ')} {tail.name}"
+            graph.edges.append(
+                ExtractedEdge(
+                    FACT,
+                    [head.name, tail.name],
+                    said,
+                    [relation],
+                    1.0,
+                    cited,
+                    {head.name: "head", tail.name: "tail"},
+                    relation,
+                )
+            )
         return graph
 
     def _visible_text(self, chunk: Chunk) -> str:
@@ -363,4 +411,11 @@ class LLMExtractor:
             offline = self.offline.extract_document(units)
             for i in failed:
                 graphs[i] = offline[i]
-        return [g for g in graphs if g is not None]
+        done = [g for g in graphs if g is not None]
+        # An entity the model gave no concept gets one the offline way, from the whole document's text.
+        untyped = [e for g in done for e in g.entities if not e.concept]
+        if untyped:
+            namer = ConceptNamer([self._visible_text(c) for u in units for c in u.chunks])
+            for entity in untyped:
+                entity.concept = namer.concept(entity.name, entity.type)
+        return done

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from hyperfolio.build.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
-from hyperfolio.build.facts_offline import ConceptNamer, column_relation, concept_name, relation_label
+from hyperfolio.build.facts_offline import ConceptNamer, column_relation, header_concept, relation_label
 from hyperfolio.model import Chunk
 from hyperfolio.phrases import Phrase, content_words, find_phrases, key_phrases, normalize_name, sentences
 
@@ -239,7 +239,7 @@ class OfflineExtractor:
             roles = {table_name: "table"}
             key = ""
             if key_col is not None:
-                key_concept = concept_name(headers[key_col]) if key_col < len(headers) and headers[key_col] else ""
+                key_concept = header_concept(headers[key_col]) if key_col < len(headers) else ""
                 row_text = f"row of {label}: " + " | ".join(cells)
                 key = entity(cells[key_col], "table_key", "table", chunk, row_text, 1.1, key_concept)
                 members.append(key)
@@ -259,7 +259,7 @@ class OfflineExtractor:
                             chunk,
                             f"{headers[col]} of {cells[key_col]} in {label}",
                             0.75,
-                            concept_name(headers[col]),
+                            header_concept(headers[col]),
                         )
                         if value and value != key:
                             evidence = f"{label}: {cells[key_col]} — {headers[col]}: {cell}"

@@ -27,6 +27,8 @@ _AUXILIARIES = {
 }  # fmt: skip
 _COPULA = {"is", "are", "was", "were", "be", "been", "am", "remains", "remained", "became", "becomes"}
 _PREPOSITIONS = {"of", "in", "on", "at", "to", "from", "by", "for", "with", "into", "under", "over", "per", "about"}
+# Tokens that look like a relation but are citation or layout residue ("Jiang et al. 2021", "p. 318").
+_NOT_RELATIONS = {"et", "al", "pp", "fig", "see", "vs", "ibid", "cf", "eg", "ie"}
 _WORD = re.compile(r"[A-Za-z][A-Za-z\-']*")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
@@ -78,12 +80,23 @@ def relation_label(between: str, max_words: int = 4) -> str | None:
     while kept and kept[0] in _PREPOSITIONS and len(kept) > 1:
         kept.pop(0)
     content = [w for w in kept if w not in STOPWORDS or w in _PREPOSITIONS]
-    if not content:
+    # A bare preposition ("$5.2 million in 2022") or citation residue says too little to be a fact.
+    if not any(w not in _PREPOSITIONS and w not in _NOT_RELATIONS and len(w) > 2 for w in content):
         return None
     if len(content) > max_words:  # keep the verb phrase's head and its closing preposition
         tail = [content[-1]] if content[-1] in _PREPOSITIONS else []
         content = content[: max_words - len(tail)] + tail
     return "_".join(w.replace("'", "").replace("-", "_") for w in content)
+
+
+def header_concept(header: str) -> str:
+    """A column header as the concept of its cells, when it reads like a category name."""
+    words = header.split()
+    if not words or len(words) > 4 or len(header) > 40:
+        return ""
+    if not any(len(w) >= 3 and w.isalpha() and w.lower() not in STOPWORDS for w in words):
+        return ""
+    return concept_name(header)
 
 
 def column_relation(header: str) -> str:

@@ -21,14 +21,14 @@ from typing import Protocol
 from hyperfolio.build.extract import FACT
 from hyperfolio.build.facts_offline import number_of, years_in
 from hyperfolio.build.merge import MergedGraph
-from hyperfolio.phrases import normalize_name
+from hyperfolio.phrases import content_words, normalize_name
 from hyperfolio.store.concept_tables import Decision
 from hyperfolio.store.sqlite import SQLiteStore
 
 MUTUAL, TEMPORAL, GRANULARITY = "mutual", "temporal", "granularity"
 # Relations that give their head one value at a time: membership, place, identity, ownership.
 _FUNCTIONAL_WORDS = {
-    "is", "belongs", "belong", "part", "member", "system", "network", "group", "owned", "owner", "operated",
+    "belongs", "belong", "part", "member", "system", "network", "group", "owned", "owner", "operated",
     "operator", "assigned", "located", "based", "headquartered", "capital", "category", "type", "class",
     "born", "founded", "ceo", "chair", "president", "led", "run", "managed", "parent", "country", "city",
 }  # fmt: skip
@@ -103,6 +103,45 @@ class ConflictResolver(Protocol):
         """What to do with each fact of a confirmed conflict; `evidence` maps chunk id -> text."""
 
 
+# Fallback concepts say nothing about what kind of thing an entity is: two "Name"s are not rivals.
+GENERIC_CONCEPTS = frozenset(
+    {"Name", "Thing", "Term", "Number", "Quantity", "Table", "Table column", "Figure", "Reference", "Year"}
+)
+
+
+RESTATEMENT = 0.5  # content-word overlap of two sentences that make the same claim
+# Relations whose values are labels or positions, not measurements: "section 1341", "qid Q212657".
+_REFERENCE_WORDS = {
+    "section", "sections", "paragraph", "paragraphs", "exhibit", "exhibits", "page", "pages", "chapter", "qid",
+    "id", "no", "number", "item", "figure", "table", "equation", "step", "question", "appendix", "article", "p",
+}  # fmt: skip
+# Words that mark a statement as the current one ("revised to", "as of", "now").
+_UPDATE_CUES = {"revised", "updated", "corrected", "restated", "now", "latest", "currently", "amended", "new"}
+
+
+def _unit(name: str) -> str:
+    return re.sub(r"[\d.,\s]+", " ", name).strip().lower()
+
+
+def statement_words(fact: Fact) -> set[str]:
+    tail = set(content_words(fact.tail_name))
+    return {w for w in content_words(fact.description) if w not in tail}
+
+
+def comparable(a: Fact, b: Fact) -> bool:
+    """Whether two facts could contradict each other at all. Two table cells never do: different
+    tables, or different rows of one table, are different breakdowns (by region, year, group).
+    Two sentences do only when they make the same claim with another value - their words, apart
+    from the values, overlap - because without a model the offline rules cannot tell a
+    one-value relation from a many-valued one. A table cell and a sentence always may."""
+    if a.from_table and b.from_table:
+        return False
+    if a.from_table or b.from_table:
+        return True
+    wa, wb = statement_words(a), statement_words(b)
+    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= RESTATEMENT
+
+
 def functional(fact: Fact) -> bool:
     return fact.from_table or bool(set(fact.relation.split("_")) & _FUNCTIONAL_WORDS)
 
@@ -112,18 +151,20 @@ def _tokens(name: str) -> set[str]:
 
 
 class OfflineDetector:
-    """Rules that catch contradictions: one head and relation with two numbers (unless their years
-    differ), one head given two values of a one-value relation, one head assigned to two different
-    members of the same concept."""
+    """Rules that catch contradictions between comparable facts (see `comparable`): one head and
+    relation with two numbers (unless their years differ), one head given two values of a
+    one-value relation, one head assigned to two different members of the same concept."""
 
     name = "offline"
 
     def pair(self, a: Fact, b: Fact) -> Conflict | None:
-        if a.head != b.head or a.tail == b.tail:
+        if a.head != b.head or a.tail == b.tail or not comparable(a, b):
             return None
         same_relation = a.relation == b.relation
+        if set(a.relation.split("_")) & _REFERENCE_WORDS or set(b.relation.split("_")) & _REFERENCE_WORDS:
+            return None
         if a.value is not None and b.value is not None:
-            if not same_relation or a.value == b.value:
+            if not same_relation or a.value == b.value or _unit(a.tail_name) != _unit(b.tail_name):
                 return None
             if a.years and b.years and a.years != b.years:
                 years = ", ".join(sorted(a.years | b.years))
@@ -144,6 +185,7 @@ class OfflineDetector:
             and functional(a)
             and functional(b)
             and a.tail_concept
+            and a.tail_concept not in GENERIC_CONCEPTS
             and a.tail_concept == b.tail_concept
             and not (ta < tb or tb < ta)
         ):
@@ -170,7 +212,9 @@ class OfflineDetector:
 
 class OfflineResolver:
     """Deterministic: years become part of the relation; a more specific value keeps its company;
-    otherwise the better-supported fact wins, then the one from a table, then the later one."""
+    otherwise the better-supported fact wins, then the one from a table, then a later statement
+    that says it is an update. With none of these signs the conflict is recorded as unresolved and
+    both facts stay: without a model, a guess would lose evidence as often as it saved it."""
 
     name = "offline"
 
@@ -189,16 +233,22 @@ class OfflineResolver:
         if conflict.kind == GRANULARITY:
             return [Resolution(f, "kept", f"compatible, {conflict.reason}") for f in (a, b)]
 
+        def updates(f: Fact) -> bool:
+            return bool(set(content_words(f.description)) & _UPDATE_CUES)
+
         def rank(f: Fact) -> tuple:
-            return (len(set(f.chunks)), f.from_table, f.position)
+            return (len(set(f.chunks)), f.from_table, updates(f), f.position)
 
         winner, loser = (a, b) if rank(a) >= rank(b) else (b, a)
         if len(set(winner.chunks)) > len(set(loser.chunks)):
             why = f"stated in {len(set(winner.chunks))} chunks against {len(set(loser.chunks))}"
         elif winner.from_table and not loser.from_table:
             why = "a table cell is more specific than running text"
+        elif updates(winner) and not updates(loser) and winner.position > loser.position:
+            why = f"the later statement (page {winner.position[0]}) presents itself as an update"
         else:
-            why = f"the later statement (page {winner.position[0]}) supersedes page {loser.position[0]}"
+            why = "unresolved: equal support and no sign which is current; both kept"
+            return [Resolution(f, "kept", f"{conflict.reason}; {why}") for f in (a, b)]
         return [
             Resolution(winner, "kept", f"{conflict.reason}; kept: {why}"),
             Resolution(loser, "dropped", f"{conflict.reason}; dropped in favour of {winner.text}: {why}"),

@@ -78,3 +78,18 @@ def scaled_limits(limits: dict[str, int], k: int) -> dict[str, int]:
         largest = max(scaled, key=lambda m: scaled[m])
         scaled[largest] -= 1
     return scaled
+
+
+def regroup(evidence: EvidencePackage, limits: dict[str, int]) -> EvidencePackage:
+    """Any strategy's package laid out by modality (the shared step of `organise_by_modality`)."""
+    by_id = {item.chunk.chunk_id: item for item in evidence.items}
+    ranked = organise_by_modality(
+        [(cid, item.score) for cid, item in by_id.items()],
+        {cid: item.chunk.modality for cid, item in by_id.items()},
+        scaled_limits(limits, len(by_id)) if sum(limits.values()) > len(by_id) else limits,
+    )
+    evidence.items = [by_id[cid] for cid, _ in ranked]
+    for rank, item in enumerate(evidence.items, 1):
+        item.rank = rank
+    evidence.meta["by_modality"] = True
+    return evidence
