@@ -111,6 +111,18 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
     return found
 
 
+def disputed(passage: Passage, evidence: EvidencePackage) -> bool:
+    """Whether the passage states a fact that was dropped as contradicted while indexing."""
+    text = passage.text.lower()
+    for item in evidence.meta.get("disputed", []):
+        if passage.item.chunk.chunk_id not in item["chunks"]:
+            continue
+        head, _, tail = (part.strip().lower() for part in item["fact"].split(" | ", 2))
+        if head in text and tail in text:
+            return True
+    return False
+
+
 def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
     """Answer 'which X has the highest/lowest Y' from a table's cells instead of quoting a row."""
     chunk = item.chunk
@@ -193,6 +205,7 @@ class ExtractiveAnswerer:
 
     def answer(self, question: str, evidence: EvidencePackage) -> Answer:
         candidates = [p for item in evidence.items for p in passages(item)][: self.max_candidates]
+        candidates = [p for p in candidates if not disputed(p, evidence)]
         derived = [p for item in evidence.items if (p := table_extreme(question, item)) is not None]
         candidates = derived + candidates
         if not candidates:

@@ -115,6 +115,15 @@ class LLMAnswerer:
                 pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
                 lines.append(f"- {entity.name} ({kind}; {pages}): {description}")
             parts.append("Entities from the hypergraph:\n" + "\n".join(lines))
+        if evidence.meta.get("disputed"):
+            lines = [
+                f"- {' '.join(d['fact'].split(' | '))} (contradicted; the collection holds:"
+                f" {' '.join(d['instead'].split(' | '))})"
+                for d in evidence.meta["disputed"][:10]
+            ]
+            parts.append(
+                "Statements in these chunks found wrong while indexing; do not rely on them:\n" + "\n".join(lines)
+            )
         parts.append("Answer the question from this evidence.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 

@@ -152,6 +152,14 @@ def _print_evidence(evidence: EvidencePackage) -> None:
             pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
             graph.add_row(hit.hyperedge.level, "; ".join(hit.member_names[:6]), hit.hyperedge.description[:140], pages)
         console.print(graph)
+    if "concepts" in evidence.meta:
+        anchors = ", ".join(f"{name} ({score:.2f})" for name, score in evidence.meta["concepts"]) or "none"
+        console.print(f"concept anchors: {anchors}")
+        if evidence.meta.get("relations"):
+            shown = "; ".join(f"{h} -{r}-> {t}" for h, r, t in evidence.meta["relations"][:8])
+            console.print(f"relations: {shown}")
+        if evidence.meta.get("expanded_concepts"):
+            console.print(f"reached through relations: {', '.join(evidence.meta['expanded_concepts'][:10])}")
 
 
 def _print_answer(answer: Answer) -> None:

@@ -500,6 +500,11 @@ class Collection:
         if strategy.name != "concept" and (options or {}).get("by_modality"):
             c = context.concept  # the shared modality-aware step, for any strategy
             evidence = regroup(evidence, {"text": c.k_text, "table": c.k_table, "image": c.k_image})
+        disputed = self.store.dropped_in([item.chunk.chunk_id for item in evidence.items])
+        if disputed:  # statements judged wrong while indexing: answerers must not repeat them
+            evidence.meta["disputed"] = [
+                {"fact": d.fact, "instead": d.other, "chunks": d.evidence, "reason": d.reason} for d in disputed
+            ]
         evidence.meta["seconds"] = time.perf_counter() - started
         return evidence
 

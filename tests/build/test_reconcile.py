@@ -136,6 +136,7 @@ def test_graph_report_counts_and_concepts(report):
     assert ("Route", "system", "System") in edges
     stats = col.stats()
     assert stats["concepts"] >= 5 and stats["conflict_decisions"]["dropped"] == 2
+    assert stats["reconciliation"]["conflicts"] == 3 and stats["reconciliation"]["groups"] >= 3
 
 
 def test_concept_retrieval_reaches_chunks_through_concepts_grouped_by_modality(report):
@@ -151,6 +152,15 @@ def test_concept_retrieval_reaches_chunks_through_concepts_grouped_by_modality(r
     assert modalities == sorted(modalities, key=order.__getitem__)  # text, then tables, then images
     table = next(item for item in evidence.items if item.chunk.modality == "table")
     assert "Dusseldorf Stadtbahn" in table.chunk.text
+
+
+def test_answers_do_not_repeat_a_statement_dropped_as_contradicted(report):
+    col, doc_id, _ = report
+    answer = col.ask("Which system serves the Dusseldorf-Neuss route?", mode="concept", doc=doc_id)
+    assert "Dusseldorf Stadtbahn" in answer.text
+    assert "belongs to the Essen Stadtbahn" not in answer.text  # page 2's claim lost against the table
+    disputed = answer.evidence.meta["disputed"]
+    assert any("Essen Stadtbahn" in d["fact"] and d["chunks"] == [f"{doc_id}:2:0"] for d in disputed)
 
 
 def test_concept_retrieval_knobs_and_ablations(report):
@@ -235,3 +245,28 @@ def test_detector_rules_on_their_own():
     e = fact("f5", "Osprey", "based_in", "Hamburg", tail_concept="City", new=False)
     f = fact("f6", "Osprey", "based_in", "Bremen", tail_concept="City", new=False)
     assert detector.confirm([[e, f]]) == []
+
+
+def test_offline_resolver_keeps_both_when_nothing_shows_which_holds():
+    detector, resolver = OfflineDetector(), OfflineResolver()
+    a = fact(
+        "f1", "fleet", "capacity", "412,000 TEU", description="The fleet capacity is 412,000 TEU.", chunks=["d:1:0"]
+    )
+    b = fact(
+        "f2", "fleet", "capacity", "390,000 TEU", description="The fleet capacity is 390,000 TEU.", chunks=["d:4:0"]
+    )
+    (conflict,) = detector.confirm([[a, b]])
+    resolutions = resolver.resolve(conflict, {})
+    assert all(r.decision == "kept" and r.unresolved for r in resolutions)
+    # A later statement that presents itself as an update wins.
+    c = fact(
+        "f3",
+        "fleet",
+        "capacity",
+        "390,000 TEU",
+        description="The fleet capacity is now revised to 390,000 TEU.",
+        chunks=["d:4:0"],
+    )
+    (conflict,) = detector.confirm([[a, c]])
+    decided = {r.fact.edge_id: r.decision for r in resolver.resolve(conflict, {})}
+    assert decided == {"f1": "dropped", "f3": "kept"}

@@ -138,6 +138,7 @@ def build_document_graph(
     embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)
     if options.concepts:
         note("concept layer")
-        report.concepts = update_concept_layer(store, embedder, doc_id)
+        earlier = list(store.concepts_of(sorted(report.reconcile.touched)).values())
+        report.concepts = update_concept_layer(store, embedder, doc_id, earlier)
     report.seconds = time.perf_counter() - started
     return report

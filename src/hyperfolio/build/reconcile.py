@@ -22,7 +22,7 @@ from hyperfolio.build.extract import FACT
 from hyperfolio.build.facts_offline import number_of, years_in
 from hyperfolio.build.merge import MergedGraph
 from hyperfolio.phrases import content_words, normalize_name
-from hyperfolio.store.concept_tables import Decision
+from hyperfolio.store.concept_tables import RECONCILE_COUNTS, Decision
 from hyperfolio.store.sqlite import SQLiteStore
 
 MUTUAL, TEMPORAL, GRANULARITY = "mutual", "temporal", "granularity"
@@ -87,6 +87,7 @@ class Resolution:
     decision: str  # "kept", "revised", "dropped"
     reason: str
     relation: str = ""  # the new relation when revised
+    unresolved: bool = False  # kept because nothing showed which side holds
 
 
 class ConflictDetector(Protocol):
@@ -248,7 +249,7 @@ class OfflineResolver:
             why = f"the later statement (page {winner.position[0]}) presents itself as an update"
         else:
             why = "unresolved: equal support and no sign which is current; both kept"
-            return [Resolution(f, "kept", f"{conflict.reason}; {why}") for f in (a, b)]
+            return [Resolution(f, "kept", f"{conflict.reason}; {why}", unresolved=True) for f in (a, b)]
         return [
             Resolution(winner, "kept", f"{conflict.reason}; kept: {why}"),
             Resolution(loser, "dropped", f"{conflict.reason}; dropped in favour of {winner.text}: {why}"),
@@ -264,11 +265,12 @@ class ReconcileReport:
     merged: int = 0
     revised: int = 0
     dropped: int = 0
+    unresolved: int = 0  # conflicts where nothing showed which fact holds: both kept
     decisions: list[Decision] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)  # entities of earlier documents whose facts changed
 
-    def add(self, other: ReconcileReport) -> None:
-        for name in ("facts", "groups", "conflicts", "kept", "merged", "revised", "dropped"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+    def counts(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in RECONCILE_COUNTS}
 
 
 def candidate_groups(new: Sequence[Fact], pool: Sequence[Fact]) -> list[list[Fact]]:
@@ -382,7 +384,9 @@ def reconcile(
                 continue  # one side already left the view through an earlier conflict
             chunk_ids = list(dict.fromkeys(c for f in conflict.facts for c in f.chunks))
             texts = {c.chunk_id: c.text for c in store.get_chunks(chunk_ids)}
-            for resolution in resolver.resolve(conflict, texts):
+            resolutions = resolver.resolve(conflict, texts)
+            report.unresolved += any(r.unresolved for r in resolutions)
+            for resolution in resolutions:
                 fact = resolution.fact
                 other = next(f for f in conflict.facts if f is not fact)
                 report.decisions.append(
@@ -397,6 +401,8 @@ def reconcile(
                         resolver.name,
                     )
                 )
+                if not fact.new and resolution.decision != "kept":
+                    report.touched.update((fact.head, fact.tail))
                 if resolution.decision == "dropped":
                     report.dropped += 1
                     gone.add(fact.edge_id)
@@ -417,6 +423,7 @@ def reconcile(
             view[head] = [f for f in facts if f.edge_id not in gone]
     _drop(store, merged, dropped, new_facts + stored)
     store.log_decisions(report.decisions)
+    store.save_reconcile_counts(doc_id, report.counts())
     return report
 
 

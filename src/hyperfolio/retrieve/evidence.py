@@ -55,16 +55,24 @@ def modality_group(modality: str) -> str:
 
 
 def organise_by_modality(
-    ranked: Sequence[tuple[str, float]], modality_of: dict[str, str], limits: dict[str, int]
+    ranked: Sequence[tuple[str, float]], modality_of: dict[str, str], limits: dict[str, int], fill: bool = True
 ) -> list[tuple[str, float]]:
     """Modality-aware organisation (HVM-GraphRAG 3.2.3): the candidates split into text, table and
     image groups, each ranked by score and cut to its limit, then laid out in that fixed order so an
-    answerer reads like with like."""
+    answerer reads like with like. With `fill`, slots a modality leaves empty (a document without
+    figures) go to the next best candidates of the other modalities instead of being wasted."""
     groups: dict[str, list[tuple[str, float]]] = {m: [] for m in MODALITY_ORDER}
+    rest: list[tuple[str, float]] = []
     for chunk_id, score in sorted(ranked, key=lambda r: -r[1]):
         group = modality_group(modality_of.get(chunk_id, "text"))
         if len(groups[group]) < limits.get(group, 0):
             groups[group].append((chunk_id, score))
+        else:
+            rest.append((chunk_id, score))
+    if fill:
+        room = sum(limits.values()) - sum(len(g) for g in groups.values())
+        for chunk_id, score in rest[: max(0, room)]:
+            groups[modality_group(modality_of.get(chunk_id, "text"))].append((chunk_id, score))
     return [item for m in MODALITY_ORDER for item in groups[m]]
 
 

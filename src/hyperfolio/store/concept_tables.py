@@ -67,9 +67,19 @@ CREATE TABLE IF NOT EXISTS conflict_log (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS conflict_log_doc ON conflict_log(doc_id);
+CREATE TABLE IF NOT EXISTS reconcile_stats (doc_id TEXT PRIMARY KEY, counts TEXT NOT NULL);
 """
 
-LAYER_TABLES = ("facts", "entity_concepts", "concepts", "concept_edges", "concept_evidence", "conflict_log")
+LAYER_TABLES = (
+    "facts",
+    "entity_concepts",
+    "concepts",
+    "concept_edges",
+    "concept_evidence",
+    "conflict_log",
+    "reconcile_stats",
+)
+RECONCILE_COUNTS = ("facts", "groups", "conflicts", "kept", "merged", "revised", "dropped", "unresolved")
 
 
 def concept_id(name: str) -> str:
@@ -163,6 +173,31 @@ class ConceptTables:
                     for d in decisions
                 ],
             )
+
+    def save_reconcile_counts(self, doc_id: str, counts: dict[str, int]) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO reconcile_stats(doc_id, counts) VALUES (?, ?)", (doc_id, json.dumps(counts))
+            )
+
+    def reconcile_totals(self) -> dict[str, int]:
+        totals = dict.fromkeys(RECONCILE_COUNTS, 0)
+        for (counts,) in self._query("SELECT counts FROM reconcile_stats"):
+            for key, value in json.loads(counts).items():
+                totals[key] = totals.get(key, 0) + int(value)
+        return totals
+
+    def dropped_in(self, chunk_ids: Sequence[str]) -> list[Decision]:
+        """Dropped facts that were stated in any of these chunks."""
+        wanted = set(chunk_ids)
+        docs = sorted({c.rsplit(":", 2)[0] for c in wanted})
+        rows = self._in_query(
+            "SELECT doc_id, kind, decision, fact, other, reason, evidence, decided_by, created_at FROM conflict_log"
+            " WHERE decision = 'dropped' AND doc_id IN ({marks})",
+            docs,
+        )
+        found = [Decision(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7], r[8]) for r in rows]
+        return [d for d in found if wanted & set(d.evidence)]
 
     def decisions(self, doc_id: str | None = None) -> list[Decision]:
         sql = "SELECT doc_id, kind, decision, fact, other, reason, evidence, decided_by, created_at FROM conflict_log"
@@ -278,4 +313,5 @@ class ConceptTables:
                 0
             ],
             "conflict_decisions": decided,
+            "reconciliation": self.reconcile_totals(),
         }

@@ -308,7 +308,7 @@ class SQLiteStore(ConceptTables):
             db.execute("DELETE FROM chunks_fts WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM vectors WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM provenance WHERE doc_id = ?", (doc_id,))
-            for table in ("concept_edges", "concept_evidence", "conflict_log"):
+            for table in ("concept_edges", "concept_evidence", "conflict_log", "reconcile_stats"):
                 db.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
