@@ -97,6 +97,8 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
     if chunk.modality == "image":
         # OCR of a chart is mostly tick labels: quote the caption when there is one.
         text = chunk.caption or chunk.ocr_text or chunk.text
+        if chunk.meta.get("description"):  # what a vision model saw in it, kept at indexing
+            text = f"{chunk.caption or ''} {chunk.meta['description']}".strip()
         return [Passage(text[:max_chars], item, "caption")]
     for sentence in sentences(chunk.text):
         if len(sentence) < 3:

@@ -58,6 +58,8 @@ def chunk_body(item: EvidenceItem) -> str:
         parts = []
         if chunk.caption:
             parts.append(f"Caption: {one_line(chunk.caption)}")
+        if chunk.meta.get("description"):
+            parts.append(f"What it shows (vision model): {one_line(str(chunk.meta['description']))}")
         if chunk.ocr_text:
             parts.append(f"Text in the figure: {one_line(chunk.ocr_text)}")
         return "\n".join(parts) or chunk.text

@@ -213,7 +213,12 @@ class Collection:
             return offline
         vision = self.models.get("vision") if self.settings.build.multimodal else None
         return LLMExtractor(
-            chat, vision, multimodal=self.settings.build.multimodal, resolve_image=self._image_bytes, offline=offline
+            chat,
+            vision,
+            multimodal=self.settings.build.multimodal,
+            resolve_image=self._image_bytes,
+            offline=offline,
+            keep_note=lambda chunk_id, note: self.store.annotate_chunk(chunk_id, "description", note),
         )
 
     @property

@@ -67,7 +67,7 @@ class ConceptOptions:
     k_text: int = 5
     k_table: int = 3
     k_image: int = 2
-    scoring: str = "hybrid"  # chunk similarity s(q, b): "hybrid" (embeddings fused with BM25) or "dense" (paper)
+    scoring: str = "hybrid"  # chunk similarity s(q, b): "hybrid" (embeddings + BM25), "dense" (paper), "keyword"
     use_graph: bool = True  # False: flat chunks only (an ablation; they take the graph's share too)
     by_modality: bool = True  # False: one ranked list, no modality groups (an ablation)
 

@@ -229,11 +229,20 @@ def test_figures_go_to_the_vision_model(llm_server, client, units):
         seen.append(path)
         return b"\x89PNG\r\n\x1a\n fake"
 
-    extractor = LLMExtractor(client, vision=client, resolve_image=resolve)
+    kept: dict[str, str] = {}
+    extractor = LLMExtractor(client, vision=client, resolve_image=resolve, keep_note=kept.__setitem__)
     extractor.extract_document(units)
     assert seen[0] == "images/d/p1-9.png"
     page1 = next(t for t in seen[1:] if "Page: 1" in t)
     assert "(figure)" in page1 and "412,000 TEU in 2023" in page1
+    # The description is kept with the chunk, so answerers read the figure the same way later.
+    assert "412,000 TEU in 2023" in kept["doc1:1:9"]
+    figure.meta["description"] = kept["doc1:1:9"]
+    from hyperfolio.answer_llm import chunk_body
+    from hyperfolio.model import EvidenceItem
+
+    body = chunk_body(EvidenceItem(chunk=figure, score=1.0, rank=1, citation=None))  # type: ignore[arg-type]
+    assert "What it shows (vision model): A bar chart" in body
     # Text only (the ablation): neither the table nor the figure is shown.
     llm_server.reset()
     LLMExtractor(client, multimodal=False).extract_document(units)

@@ -189,3 +189,10 @@ def test_invalid_k_returns_nothing(store):
     store.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1")], np.array([[1.0]], dtype=np.float32))
     assert store.keyword_search("alpha", 0) == [] and store.keyword_search("alpha", -1) == []
     assert store.vector_search(CHUNK_SPACE, np.array([1.0], dtype=np.float32), -1) == []
+
+
+def test_chunk_annotations_persist_in_its_metadata(store, tmp_path):
+    store.write_document(make_doc("d1", ["A chart of capacity."]))
+    store.annotate_chunk("d1:1:0", "description", "A bar chart: 412,000 TEU in 2023.")
+    (chunk,) = SQLiteStore(tmp_path / "col").get_chunks(["d1:1:0"])
+    assert chunk.meta["description"] == "A bar chart: 412,000 TEU in 2023."

@@ -177,6 +177,7 @@ class LLMExtractor:
         max_chunk_chars: int = 3000,
         max_page_chars: int = 12000,
         stage: str = STAGE,
+        keep_note: Callable[[str, str], None] | None = None,
     ) -> None:
         self.chat = chat
         self.vision = vision
@@ -193,6 +194,7 @@ class LLMExtractor:
         self.errors: list[str] = []  # one line per failed page: "<doc_id> p.<page>: <reason>"
         self._lock = threading.Lock()
         self._figure_notes: dict[str, str] = {}
+        self.keep_note = keep_note  # stores a figure description with its chunk, for answering later
 
     # ------------------------------------------------------------------ chunks the model sees
     def _usable(self, chunk: Chunk) -> bool:
@@ -218,6 +220,8 @@ class LLMExtractor:
             for chunk, note in zip(todo, pool.map(self._describe_one, todo), strict=True):
                 if note:
                     self._figure_notes[chunk.chunk_id] = note
+                    if self.keep_note is not None:
+                        self.keep_note(chunk.chunk_id, note)
 
     def _describe_one(self, chunk: Chunk) -> str:
         assert self.vision is not None and self.resolve_image is not None

@@ -186,6 +186,7 @@ ABLATIONS: dict[str, Ablation] = {
     "concept-noconflict": Ablation("concept", {"reconcile": False}),  # every extracted fact accepted
     "concept-nomodality": Ablation("concept", retrieve={"by_modality": False}),  # one ranked list
     "concept-dense": Ablation("concept", retrieve={"scoring": "dense"}),  # the paper's embedding-only s(q, b)
+    "concept-keyword": Ablation("concept", retrieve={"scoring": "keyword"}),  # BM25 only: no query embedding
 }
 GRAPH_MODES = ("dual", "concept")
 # HVM-GraphRAG Table 4: concept-retrieval settings per benchmark (the defaults are the MMLongBench row).

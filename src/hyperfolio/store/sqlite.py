@@ -349,6 +349,13 @@ class SQLiteStore(ConceptTables):
                 found[chunk.chunk_id] = chunk
         return [found[i] for i in chunk_ids if i in found]
 
+    def annotate_chunk(self, chunk_id: str, key: str, value: Any) -> None:
+        """Set one key of a chunk's metadata (e.g. a vision model's description of a figure)."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE chunks SET meta = json_set(meta, ?, ?) WHERE chunk_id = ?", (f"$.{key}", value, chunk_id)
+            )
+
     def iter_chunks(self, doc_id: str | None = None) -> Iterable[Chunk]:
         if doc_id is None:
             rows = self._query(self._CHUNK_SELECT + " ORDER BY doc_id, page, ord")
