@@ -270,3 +270,15 @@ def test_offline_resolver_keeps_both_when_nothing_shows_which_holds():
     (conflict,) = detector.confirm([[a, c]])
     decided = {r.fact.edge_id: r.decision for r in resolver.resolve(conflict, {})}
     assert decided == {"f1": "dropped", "f3": "kept"}
+
+
+def test_a_year_in_the_section_path_scopes_the_facts_under_it(tmp_path, embedder):
+    (tmp_path / "years.md").write_text(
+        "# Annual Review\n\n## 2022 results\n\nOsprey revenue was $5.2 million.\n\n"
+        "## 2023 results\n\nOsprey revenue was $6.1 million.\n"
+    )
+    with Collection(tmp_path / "col", embedder=embedder) as col:
+        col.add([tmp_path / "years.md"])
+        relations = {r for h, r, t in facts(col) if h == "Osprey"}
+        assert relations == {"revenue [2022]", "revenue [2023]"}  # dated by their headings, not dropped
+        assert {d.kind for d in col.conflicts()} == {"temporal"}

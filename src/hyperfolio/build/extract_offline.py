@@ -197,10 +197,13 @@ class OfflineExtractor:
         return facts
 
     def _fact(self, head: str, relation: str, tail: str, evidence: str, chunk: Chunk, strength: float) -> ExtractedEdge:
+        # The section path is the statement's scope (HVM-GraphRAG's document tree): a heading such
+        # as "2023 results" dates the figures under it.
+        scope = " > ".join(p for p in chunk.section_path if p)
         return ExtractedEdge(
             FACT,
             [head, tail],
-            evidence[:400],
+            (f"[{scope}] {evidence}" if scope else evidence)[:400],
             [relation],
             strength,
             [chunk.chunk_id],

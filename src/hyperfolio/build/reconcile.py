@@ -125,8 +125,10 @@ def _unit(name: str) -> str:
 
 
 def statement_words(fact: Fact) -> set[str]:
+    """The claim's words without its value or its "[section path]" scope prefix."""
     tail = set(content_words(fact.tail_name))
-    return {w for w in content_words(fact.description) if w not in tail}
+    sentence = re.sub(r"^\[[^\]]*\]\s*", "", fact.description)
+    return {w for w in content_words(sentence) if w not in tail}
 
 
 def comparable(a: Fact, b: Fact) -> bool:
