@@ -107,3 +107,27 @@ def test_dual_mode_and_build_command(collection):
     assert built.exit_code == 0 and "0 documents built" in built.output  # already built by `add`
     stats = json.loads(runner.invoke(app, ["stats", "-c", str(collection), "--json"]).output)
     assert stats["entities"] > 0 and stats["hyperedges_by_level"]
+
+
+def test_concept_mode_with_knobs_and_the_conflicts_command(tmp_path):
+    doc = tmp_path / "fleet.md"
+    doc.write_text(
+        "# Fleet\n\n## Operations\n\nThe Osprey fleet capacity is 412,000 TEU.\n\n"
+        "## Outlook\n\nThe Osprey fleet capacity is 390,000 TEU, and it is revised from the fleet capacity above.\n"
+    )
+    col = str(tmp_path / "col")
+    assert runner.invoke(app, ["add", str(doc), "-c", col]).exit_code == 0
+    result = runner.invoke(
+        app, ["retrieve", "fleet capacity", "--mode", "concept", "-c", col, "--set", "scoring=keyword", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["strategy"] == "concept"
+    bad = runner.invoke(app, ["retrieve", "fleet capacity", "--mode", "concept", "-c", col, "--set", "nope=1"])
+    assert bad.exit_code == 1 and "unknown setting" in bad.output
+    listed = runner.invoke(app, ["conflicts", "-c", col, "--json"])
+    assert listed.exit_code == 0, listed.output
+    decisions = json.loads(listed.output)
+    assert any(d["decision"] == "dropped" and "412,000 TEU" in d["fact"] for d in decisions)
+    assert all(d["reason"] for d in decisions)
+    missing = runner.invoke(app, ["conflicts", "-c", col, "--doc", "nope.pdf"])
+    assert missing.exit_code == 1 and "nope.pdf" in missing.output

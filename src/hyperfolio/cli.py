@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from hyperfolio.collection import AddProgress, AddResult, Collection
-from hyperfolio.config import DEFAULT_COLLECTION
+from hyperfolio.config import DEFAULT_COLLECTION, ConceptOptions, coerce_settings
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.model import Answer, EvidencePackage
 from hyperfolio.render import answer_dict, evidence_dict
@@ -33,7 +33,13 @@ CollectionOpt = Annotated[
     Path,
     typer.Option("--collection", "-c", envvar="HYPERFOLIO_COLLECTION", help="Collection directory.", show_default=True),
 ]
-ModeOpt = Annotated[str | None, typer.Option("--mode", "-m", help="Retrieval mode: bm25, dense, hybrid, dual.")]
+ModeOpt = Annotated[
+    str | None, typer.Option("--mode", "-m", help="Retrieval mode: bm25, dense, hybrid, dual, concept.")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="A retrieval knob for this call, KEY=VALUE (e.g. scoring=keyword, concepts=15)."),
+]
 DocOpt = Annotated[str | None, typer.Option("--doc", "-d", help="Scope to one document (id, file name or title).")]
 KOpt = Annotated[int | None, typer.Option("--k", "-k", help="How many evidence chunks to retrieve.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -48,10 +54,30 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _query(method: Any, question: str, mode: str | None, k: int | None, doc: str | None) -> Any:
-    """Run `Collection.ask` or `.retrieve`, turning user mistakes into a clear error and exit code 1."""
+def _knobs(pairs: list[str] | None) -> dict[str, Any] | None:
+    """KEY=VALUE pairs as typed concept-retrieval options (unknown keys are an error)."""
+    if not pairs:
+        return None
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            _fail(f"--set expects KEY=VALUE, not {pair!r}")
+        values[key.strip()] = value.strip()
     try:
-        return method(question, mode=mode, k=k, doc=doc)
+        chosen = coerce_settings(ConceptOptions, values)
+    except ValueError as exc:
+        _fail(str(exc))
+    return {key: getattr(chosen, key) for key in values}
+
+
+def _query(
+    method: Any, question: str, mode: str | None, k: int | None, doc: str | None, knobs: list[str] | None = None
+) -> Any:
+    """Run `Collection.ask` or `.retrieve`, turning user mistakes into a clear error and exit code 1."""
+    options = _knobs(knobs)
+    try:
+        return method(question, mode=mode, k=k, doc=doc, options=options)
     except (HyperfolioError, ValueError) as exc:
         _fail(str(exc))
 
@@ -179,9 +205,10 @@ def ask(
     k: KOpt = None,
     as_json: JsonOpt = False,
     show_evidence: Annotated[bool, typer.Option("--evidence", help="Also print the evidence table.")] = False,
+    knobs: SetOpt = None,
 ) -> None:
     """Answer a question with citations (document, page, region)."""
-    answer = _query(_open(collection).ask, question, mode, k, doc)
+    answer = _query(_open(collection).ask, question, mode, k, doc, knobs)
     if as_json:
         print(json.dumps(answer_dict(answer), indent=2, ensure_ascii=False))
         return
@@ -198,9 +225,10 @@ def retrieve(
     doc: DocOpt = None,
     k: KOpt = None,
     as_json: JsonOpt = False,
+    knobs: SetOpt = None,
 ) -> None:
     """Show the ranked evidence for a question, without answering."""
-    evidence = _query(_open(collection).retrieve, question, mode, k, doc)
+    evidence = _query(_open(collection).retrieve, question, mode, k, doc, knobs)
     if as_json:
         print(json.dumps(evidence_dict(evidence), indent=2, ensure_ascii=False))
     else:

@@ -145,8 +145,8 @@ class Settings:
                     section_values[f.name] = env
             if name == "models":
                 _openai_fallbacks(section_values)
-            sections[name] = _coerce(kind, section_values)
-        base = _coerce(cls, values)
+            sections[name] = coerce_settings(kind, section_values)
+        base = coerce_settings(cls, values)
         return replace(base, **sections)
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,7 +162,7 @@ SECTIONS: dict[str, type] = {
 }
 
 
-def _coerce(kind: type, values: dict[str, Any]) -> Any:
+def coerce_settings(kind: type, values: dict[str, Any]) -> Any:
     """Build a dataclass from loosely typed values (strings from the environment)."""
     defaults = kind()
     out: dict[str, Any] = {}
