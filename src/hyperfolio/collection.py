@@ -409,9 +409,14 @@ class Collection:
         """A copy of this collection's documents and chunks under other build settings, its graph rebuilt.
 
         Used for ablations: the same chunks and vectors, a hypergraph built another way. Reused
-        when `path` already holds a variant built with the same settings.
+        when `path` already holds a variant built with the same settings from the same graph.
         """
-        signature = json.dumps(settings.build.__dict__, sort_keys=True)
+        # The source graph's shape is part of the key: after a rebuild here (new code, new documents)
+        # a variant built from the old one would no longer be comparable.
+        shape = {
+            k: v for k, v in self.store.graph_stats().items() if k in ("entities_by_modality", "hyperedges_by_level")
+        }
+        signature = json.dumps({"build": settings.build.__dict__, "source": shape}, sort_keys=True)
         target = Path(path)
         if (target / "hyperfolio.db").exists():
             existing = Collection(target, settings=settings, embedder=self._embedder)
