@@ -297,6 +297,49 @@ def conflicts(
     console.print(table)
 
 
+@app.command()
+def viz(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Picture to write: .png or .svg.")],
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+    doc: Annotated[str | None, typer.Option("--doc", "-d", help="Draw a document's hypergraph.")] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="Draw the evidence behind a question.")] = None,
+    entity: Annotated[str | None, typer.Option("--entity", "-e", help="Draw an entity's neighbourhood.")] = None,
+    layout: Annotated[
+        str, typer.Option("--layout", "-l", help="set-hier, set-radial, set-force, bi-inc, ra-cen, cli-exp; two")
+    ] = "set-force,bi-inc",
+    mode: ModeOpt = "dual",
+) -> None:
+    """Draw part of the hypergraph with ids that match the exported mapping (<out>.json)."""
+    from hyperfolio.viz import document_graph, entity_graph, evidence_graph, prune, render
+
+    col = _open(collection)
+    if sum(x is not None for x in (doc, query, entity)) != 1:
+        _fail("choose exactly one of --doc, --query, --entity")
+    try:
+        if doc is not None:
+            info = col.resolve(doc)
+            graph = document_graph(col.store, info.doc_id, info.title)
+        elif entity is not None:
+            ids = col.store.entities_matching(entity)
+            if not ids:
+                _fail(f"no entity named {entity!r} in this collection")
+            graph = entity_graph(col.store, ids, f"around {entity}")
+        else:
+            evidence = col.retrieve(query or "", mode=mode)
+            graph = evidence_graph(col.store, evidence)
+        report = prune(graph, query or entity or "")
+        layouts = [name.strip() for name in layout.split(",") if name.strip()]
+        picture = render(graph, layouts, out)
+    except HyperfolioError as exc:
+        _fail(str(exc))
+    mapping = picture.with_suffix(".json")
+    mapping.write_text(json.dumps(graph.mapping(), indent=2, ensure_ascii=False))
+    console.print(
+        f"wrote {picture} ({len(graph.entities)} entities, {len(graph.edges)} hyperedges; "
+        f"{len(report.removed)} entities pruned to fit) and the id mapping {mapping}"
+    )
+
+
 @app.command(name="list")
 def list_documents(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
     """List the indexed documents."""

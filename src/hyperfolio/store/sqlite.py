@@ -23,6 +23,7 @@ import numpy as np
 from hyperfolio.errors import StoreError
 from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Document, DocumentInfo, Entity, Hyperedge
+from hyperfolio.phrases import normalize_name
 from hyperfolio.store.base import STAGE_PARSED, STAGE_READY
 from hyperfolio.store.concept_tables import CONCEPT_SCHEMA, LAYER_TABLES, ConceptTables
 
@@ -630,6 +631,15 @@ class SQLiteStore(ConceptTables):
     def entities_by_norm_name(self, norm_names: Sequence[str]) -> dict[str, str]:
         rows = self._in_query("SELECT norm_name, entity_id FROM entities WHERE norm_name IN ({marks})", norm_names)
         return dict(rows)
+
+    def entities_matching(self, name: str) -> list[str]:
+        """Entities whose canonical name is this name's, or (failing that) contains it."""
+        norm = normalize_name(name)
+        exact = [r[0] for r in self._query("SELECT entity_id FROM entities WHERE norm_name = ?", (norm,))]
+        if exact or not norm:
+            return exact
+        like = "%" + norm.replace("%", "").replace("_", "") + "%"
+        return [r[0] for r in self._query("SELECT entity_id FROM entities WHERE norm_name LIKE ? LIMIT 20", (like,))]
 
     def document_entities(self, doc_id: str) -> list[str]:
         rows = self._query(

@@ -1,0 +1,116 @@
+"""HyperViz: stable ids, congestion control, the six layouts and the dual view, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from hyperfolio.cli import app
+from hyperfolio.errors import HyperfolioError
+from hyperfolio.viz import LAYOUTS, Budget, VizGraph, place, prune, render
+from hyperfolio.viz.congestion import visual_cost
+from hyperfolio.viz.graph import VizEdge, VizEntity
+
+
+def star_graph(spokes: int = 60) -> VizGraph:
+    """A hub in every hyperedge, a query-relevant entity at the rim, and many minor ones."""
+    graph = VizGraph(title="synthetic")
+    graph.entities["hub"] = VizEntity("hub", "Osprey Shipping Company", "name", "the operator")
+    graph.entities["port"] = VizEntity("port", "Rotterdam", "name", "home port of the fleet")
+    graph.edges["h0"] = VizEdge("h0", "low", "Osprey operates from Rotterdam", ["hub", "port"])
+    for i in range(spokes):
+        key = f"v{i:03d}"
+        graph.entities[key] = VizEntity(key, f"Vessel number {i}", "table_key", "a ship")
+        graph.edges[f"h{i + 1}"] = VizEdge(f"h{i + 1}", "high", f"row {i}", ["hub", key, f"v{(i + 1) % spokes:03d}"])
+    return graph.number()
+
+
+def test_display_ids_are_stable_and_the_mapping_names_the_same_objects():
+    first, second = star_graph(), star_graph()
+    assert {e.key: e.vid for e in first.entities.values()} == {e.key: e.vid for e in second.entities.values()}
+    assert first.entities["hub"].vid == "E1"  # the most connected entity comes first
+    mapping = first.mapping()
+    assert mapping["entities"]["E1"]["name"] == "Osprey Shipping Company"
+    ids = set(mapping["entities"])
+    for edge in mapping["hyperedges"].values():
+        assert all(member.split(" ", 1)[0] in ids for member in edge["members"])
+
+
+def test_congestion_pruning_fits_the_budget_and_keeps_what_matters():
+    graph = star_graph()
+    budget = Budget(width=800, height=600)
+    assert visual_cost(graph, budget) > budget.limit
+    report = prune(graph, "Rotterdam home port", budget)
+    assert report.cost_after <= report.limit < report.cost_before
+    assert "hub" in graph.entities  # most central
+    assert "port" in graph.entities  # most relevant to the query, though it has a single hyperedge
+    assert len(graph.entities) < 62 and report.removed
+    assert all(len(e.members) >= 2 for e in graph.edges.values())
+    assert sorted(int(e.vid[1:]) for e in graph.entities.values()) == list(range(1, len(graph.entities) + 1))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_places_every_entity_inside_the_canvas(layout):
+    graph = star_graph(12)
+    placement = place(graph, layout)
+    assert set(placement.entities) == {e.vid for e in graph.entities.values()}
+    assert all(0.0 <= x <= 1.0 and 0.0 <= y <= 1.0 for x, y in placement.entities.values())
+    if placement.set_based:
+        assert not placement.hyperedges
+    else:
+        assert placement.hyperedges  # induced views have a node per hyperedge (group)
+
+
+def test_layouts_differ_as_the_paper_describes():
+    graph = star_graph(12)
+    bipartite = place(graph, "bi-inc")
+    assert {round(x, 3) for x, _ in bipartite.entities.values()} != {
+        round(x, 3) for x, _ in bipartite.hyperedges.values()
+    }
+    radial = place(graph, "ra-cen")
+    hub = radial.entities["E1"]
+    others = [p for v, p in radial.entities.items() if v != "E1"]
+    assert all((x - 0.5) ** 2 + (y - 0.5) ** 2 >= (hub[0] - 0.5) ** 2 + (hub[1] - 0.5) ** 2 for x, y in others)
+    assert place(graph, "cli-exp").clique_edges  # hyperedges expanded into member pairs
+
+
+def test_render_png_svg_and_dual_view(tmp_path):
+    graph = star_graph(10)
+    single = render(graph, "set-radial", tmp_path / "one.png")
+    dual = render(graph, ["set-force", "bi-inc"], tmp_path / "two.png")
+    with Image.open(single) as a, Image.open(dual) as b:
+        assert a.size == (1600, 1200) and b.size == (3200, 1200)
+        assert len(a.convert("L").getcolors(maxcolors=1 << 16) or []) > 10  # something was drawn
+    svg = render(graph, "cli-exp", tmp_path / "one.svg").read_text()
+    assert "E1 Osprey Shipping Company" in svg.replace("\u2026", "")  # labels carry the display ids
+    with pytest.raises(HyperfolioError):
+        render(graph, "spiral", tmp_path / "x.png")
+    with pytest.raises(HyperfolioError):
+        render(graph, "set-hier", tmp_path / "x.gif")
+
+
+def test_viz_command_writes_the_picture_and_the_mapping(tmp_path):
+    doc = tmp_path / "fleet.md"
+    doc.write_text(
+        "# Fleet\n\n## Operations\n\nThe Osprey Shipping Company operates container vessels from Rotterdam "
+        "and Singapore. The Osprey Shipping Company carried 412,000 TEU in 2023.\n\n"
+        "| Vessel | Capacity (TEU) |\n| --- | --- |\n| Aurora | 8,500 |\n| Borealis | 9,200 |\n"
+    )
+    runner = CliRunner()
+    col = str(tmp_path / "col")
+    assert runner.invoke(app, ["add", str(doc), "-c", col]).exit_code == 0
+    out = tmp_path / "pics" / "fleet.png"
+    result = runner.invoke(app, ["viz", "-c", col, "--doc", "fleet.md", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    mapping = json.loads(out.with_suffix(".json").read_text())
+    names = {e["name"] for e in mapping["entities"].values()}
+    assert "Osprey Shipping Company" in names and mapping["hyperedges"]
+    neighbourhood = runner.invoke(
+        app, ["viz", "-c", col, "--entity", "Aurora", "--layout", "ra-cen", "--out", str(tmp_path / "a.svg")]
+    )
+    assert neighbourhood.exit_code == 0, neighbourhood.output
+    both = runner.invoke(app, ["viz", "-c", col, "--doc", "fleet.md", "--entity", "x", "--out", str(out)])
+    assert both.exit_code == 1 and "exactly one" in both.output
