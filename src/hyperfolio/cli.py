@@ -299,7 +299,7 @@ def conflicts(
 
 @app.command()
 def viz(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Picture to write: .png or .svg.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="File to write: .png, .svg or .html (interactive).")],
     collection: CollectionOpt = DEFAULT_COLLECTION,
     doc: Annotated[str | None, typer.Option("--doc", "-d", help="Draw a document's hypergraph.")] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", help="Draw the evidence behind a question.")] = None,
@@ -310,7 +310,9 @@ def viz(
     mode: ModeOpt = "dual",
 ) -> None:
     """Draw part of the hypergraph with ids that match the exported mapping (<out>.json)."""
-    from hyperfolio.viz import document_graph, entity_graph, evidence_graph, prune, render
+    import copy
+
+    from hyperfolio.viz import document_graph, entity_graph, evidence_graph, prune, render, write_html
 
     col = _open(collection)
     if sum(x is not None for x in (doc, query, entity)) != 1:
@@ -327,9 +329,14 @@ def viz(
         else:
             evidence = col.retrieve(query or "", mode=mode)
             graph = evidence_graph(col.store, evidence)
+        full = copy.deepcopy(graph)
         report = prune(graph, query or entity or "")
-        layouts = [name.strip() for name in layout.split(",") if name.strip()]
-        picture = render(graph, layouts, out)
+        if out.suffix.lower() == ".html":  # opens on the pruned view; clicks bring in the rest
+            picture = write_html(full, graph, out)
+            graph = full
+        else:
+            layouts = [name.strip() for name in layout.split(",") if name.strip()]
+            picture = render(graph, layouts, out)
     except HyperfolioError as exc:
         _fail(str(exc))
     mapping = picture.with_suffix(".json")

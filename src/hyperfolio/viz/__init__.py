@@ -3,6 +3,7 @@
 from hyperfolio.viz.congestion import Budget, PruneReport, prune
 from hyperfolio.viz.draw import Style, render
 from hyperfolio.viz.graph import VizGraph, document_graph, entity_graph, evidence_graph
+from hyperfolio.viz.html import write_html
 from hyperfolio.viz.layouts import INDUCED_LAYOUTS, LAYOUTS, SET_LAYOUTS, place
 
 __all__ = [
@@ -19,4 +20,5 @@ __all__ = [
     "place",
     "prune",
     "render",
+    "write_html",
 ]
