@@ -305,14 +305,18 @@ def viz(
     query: Annotated[str | None, typer.Option("--query", "-q", help="Draw the evidence behind a question.")] = None,
     entity: Annotated[str | None, typer.Option("--entity", "-e", help="Draw an entity's neighbourhood.")] = None,
     layout: Annotated[
-        str, typer.Option("--layout", "-l", help="set-hier, set-radial, set-force, bi-inc, ra-cen, cli-exp; two")
-    ] = "set-force,bi-inc",
+        str | None,
+        typer.Option(
+            "--layout", "-l", help="set-hier, set-radial, set-force, bi-inc, ra-cen, cli-exp; two for a dual view"
+        ),
+    ] = None,
     mode: ModeOpt = "dual",
 ) -> None:
     """Draw part of the hypergraph with ids that match the exported mapping (<out>.json)."""
     import copy
 
     from hyperfolio.viz import document_graph, entity_graph, evidence_graph, prune, render, write_html
+    from hyperfolio.viz.probe import DEFAULT_PAIR
 
     col = _open(collection)
     if sum(x is not None for x in (doc, query, entity)) != 1:
@@ -335,7 +339,8 @@ def viz(
             picture = write_html(full, graph, out)
             graph = full
         else:
-            layouts = [name.strip() for name in layout.split(",") if name.strip()]
+            chosen = layout or col.store.get_meta("viz_layouts") or ",".join(DEFAULT_PAIR)
+            layouts = [name.strip() for name in chosen.split(",") if name.strip()]
             picture = render(graph, layouts, out)
     except HyperfolioError as exc:
         _fail(str(exc))
@@ -345,6 +350,33 @@ def viz(
         f"wrote {picture} ({len(graph.entities)} entities, {len(graph.edges)} hyperedges; "
         f"{len(report.removed)} entities pruned to fit) and the id mapping {mapping}"
     )
+
+
+@app.command(name="probe-layouts")
+def probe_layouts(
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+    k: Annotated[int, typer.Option("--k", "-k", help="Probes per layout pair.")] = 15,
+    doc: Annotated[str | None, typer.Option("--doc", "-d", help="Make the probes from this document.")] = None,
+) -> None:
+    """Pick the dual view the configured vision model reads best, and keep it as the default."""
+    from hyperfolio.viz import document_graph
+    from hyperfolio.viz.probe import choose_layouts, make_probes
+
+    col = _open(collection)
+    docs = [col.resolve(doc)] if doc else col.documents()
+    if not docs:
+        _fail("the collection has no documents")
+    graph = document_graph(col.store, docs[0].doc_id, docs[0].title)
+    for info in docs[1:]:
+        more = document_graph(col.store, info.doc_id)
+        graph.entities.update(more.entities)
+        graph.edges.update(more.edges)
+    probes = make_probes(graph.number(), k=k)
+    choice = choose_layouts(probes, col.models.get("vision"))
+    for result in choice.results:
+        console.print(f"  {result.pair[0]} + {result.pair[1]}: {result.correct}/{result.asked}")
+    col.store.set_meta("viz_layouts", ",".join(choice.pair))
+    console.print(f"dual view: {choice.pair[0]} + {choice.pair[1]} ({choice.reason}; {choice.probes} probes)")
 
 
 @app.command(name="list")

@@ -114,3 +114,80 @@ def test_viz_command_writes_the_picture_and_the_mapping(tmp_path):
     assert neighbourhood.exit_code == 0, neighbourhood.output
     both = runner.invoke(app, ["viz", "-c", col, "--doc", "fleet.md", "--entity", "x", "--out", str(out)])
     assert both.exit_code == 1 and "exactly one" in both.output
+
+
+def test_probes_have_known_answers_and_the_best_pair_wins(tmp_path):
+    from hyperfolio.viz.probe import DEFAULT_PAIR, PAIRS, choose_layouts, make_probes, read_id
+
+    graph = star_graph(12)
+    # A second cluster, joined to the first only through the port: "hb" is a bridge by construction.
+    for key, name in (("a1", "Lisbon"), ("a2", "Porto"), ("a3", "Faro")):
+        graph.entities[key] = VizEntity(key, name, "name")
+    graph.edges["ha"] = VizEdge("ha", "high", "Portuguese ports", ["a1", "a2", "a3"])
+    graph.edges["hb"] = VizEdge("hb", "low", "Rotterdam to Lisbon", ["port", "a1"])
+    probes = make_probes(graph.number(), k=6)
+    kinds = {p.kind for p in probes}
+    assert kinds == {"overlap-core", "bridge"}
+    for probe in probes:
+        if probe.kind == "overlap-core":
+            core = next(e for e in probe.graph.entities.values() if e.vid == probe.answer)
+            assert all(core.key in e.members for e in probe.graph.edges.values())
+        else:
+            assert probe.answer in {e.vid for e in probe.graph.edges.values()}
+    assert read_id("It is entity e3, I think", "overlap-core") == "E3" and read_id("H 2.", "bridge") == "H2"
+
+    # No vision model: the documented default pair.
+    assert choose_layouts(probes, None).pair == DEFAULT_PAIR
+
+    class Reader:
+        """A stand-in vision model that reads only the third pair's pictures correctly."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def describe(self, prompt: str, images: list[bytes]) -> str:
+            index, self.calls = self.calls, self.calls + 1
+            pair = index // len(probes)
+            probe = probes[index % len(probes)]
+            assert images and images[0][:4] == b"\x89PNG"
+            return f"The answer is {probe.answer}." if pair == 2 else "E99"
+
+    choice = choose_layouts(probes, Reader(), draw=lambda g, pair, path: render(g, pair, path))
+    assert choice.pair == PAIRS[2]
+    assert {r.pair: r.correct for r in choice.results}[PAIRS[2]] == len(probes)
+
+
+def test_probe_layouts_command_asks_the_vision_model_and_keeps_the_winner(tmp_path, llm_server, embedder):
+    from fake_openai_server import Reply
+
+    from hyperfolio import Collection
+
+    asked: list[dict] = []
+
+    def vision(request: dict) -> Reply:
+        asked.append(request)
+        parts = request["messages"][-1]["content"]
+        assert any(p.get("type") == "image_url" for p in parts)  # the dual view goes to the model
+        return Reply("E1")
+
+    llm_server.handler = vision
+    doc = tmp_path / "fleet.md"
+    doc.write_text(
+        "# Fleet\n\n## Operations\n\nThe Osprey Shipping Company operates vessels from Rotterdam and Singapore. "
+        "The Osprey Shipping Company and the Maersk Line share Rotterdam. Singapore hosts the Maersk Line.\n\n"
+        "| Vessel | Port | Capacity (TEU) |\n| --- | --- | --- |\n| Aurora | Rotterdam | 8,500 |\n"
+        "| Borealis | Singapore | 9,200 |\n"
+    )
+    with Collection(tmp_path / "col", embedder=embedder) as col:  # built offline
+        col.add([doc])
+    (tmp_path / "col" / "settings.toml").write_text(
+        f'[models]\nbase_url = "{llm_server.url}"\nvision_model = "fake-vision"\nmax_retries = 0\n'
+    )
+    result = CliRunner().invoke(app, ["probe-layouts", "-c", str(tmp_path / "col"), "-k", "2"])
+    assert result.exit_code == 0, result.output
+    assert "dual view:" in result.output and "probes answered right" in result.output
+    assert len(asked) == 9 * int(result.output.split("/")[1].split()[0])  # every pair, every probe
+    with Collection(tmp_path / "col", embedder=embedder) as col:
+        assert col.store.get_meta("viz_layouts") in {
+            f"{a},{b}" for a, b in __import__("hyperfolio.viz.probe", fromlist=["PAIRS"]).PAIRS
+        }
