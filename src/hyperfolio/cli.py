@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from hyperfolio.collection import AddProgress, AddResult, Collection
-from hyperfolio.config import DEFAULT_COLLECTION, ConceptOptions, coerce_settings
+from hyperfolio.config import DEFAULT_COLLECTION, ConceptOptions, DualOptions, TopDownOptions, coerce_settings
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.model import Answer, EvidencePackage
 from hyperfolio.render import answer_dict, evidence_dict
@@ -34,7 +34,7 @@ CollectionOpt = Annotated[
     typer.Option("--collection", "-c", envvar="HYPERFOLIO_COLLECTION", help="Collection directory.", show_default=True),
 ]
 ModeOpt = Annotated[
-    str | None, typer.Option("--mode", "-m", help="Retrieval mode: bm25, dense, hybrid, dual, concept.")
+    str | None, typer.Option("--mode", "-m", help="Retrieval mode: bm25, dense, hybrid, dual, concept, topdown.")
 ]
 SetOpt = Annotated[
     list[str] | None,
@@ -54,10 +54,11 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _knobs(pairs: list[str] | None) -> dict[str, Any] | None:
-    """KEY=VALUE pairs as typed concept-retrieval options (unknown keys are an error)."""
+def _knobs(pairs: list[str] | None, mode: str | None) -> dict[str, Any] | None:
+    """KEY=VALUE pairs as typed options of the mode's settings section (unknown keys are an error)."""
     if not pairs:
         return None
+    section = {"dual": DualOptions, "topdown": TopDownOptions}.get(mode or "", ConceptOptions)
     values: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -65,17 +66,21 @@ def _knobs(pairs: list[str] | None) -> dict[str, Any] | None:
             _fail(f"--set expects KEY=VALUE, not {pair!r}")
         values[key.strip()] = value.strip()
     try:
-        chosen = coerce_settings(ConceptOptions, values)
+        layout = {k: values.pop(k) for k in list(values) if k in ("by_modality", "k_text", "k_table", "k_image")}
+        chosen = coerce_settings(section, values) if values else None
+        typed_layout = coerce_settings(ConceptOptions, layout) if layout else None
     except ValueError as exc:
         _fail(str(exc))
-    return {key: getattr(chosen, key) for key in values}
+    typed = {key: getattr(chosen, key) for key in values} if chosen is not None else {}
+    typed.update({key: getattr(typed_layout, key) for key in layout} if typed_layout is not None else {})
+    return typed
 
 
 def _query(
     method: Any, question: str, mode: str | None, k: int | None, doc: str | None, knobs: list[str] | None = None
 ) -> Any:
     """Run `Collection.ask` or `.retrieve`, turning user mistakes into a clear error and exit code 1."""
-    options = _knobs(knobs)
+    options = _knobs(knobs, mode)
     try:
         return method(question, mode=mode, k=k, doc=doc, options=options)
     except (HyperfolioError, ValueError) as exc:

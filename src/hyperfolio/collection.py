@@ -119,6 +119,23 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResul
     return unique, problems
 
 
+LAYOUT_KNOBS = frozenset({"by_modality", "k_text", "k_table", "k_image"})  # the shared modality layout
+KNOB_SECTIONS = ("dual", "concept", "topdown")  # modes with their own settings section
+
+
+def with_knobs(context: RetrievalContext, mode: str, options: dict[str, Any]) -> RetrievalContext:
+    """The context with per-call knobs: the mode's own section, and the modality layout (kept in the
+    concept section) for modes that do not have it themselves."""
+    own = mode if mode in KNOB_SECTIONS else "concept"
+    layout = {k: v for k, v in options.items() if k in LAYOUT_KNOBS and own != "concept"}
+    rest = {k: v for k, v in options.items() if k not in layout}
+    if layout:
+        context = replace(context, concept=replace(context.concept, **layout))
+    if rest:
+        context = replace(context, **{own: replace(getattr(context, own), **rest)})
+    return context
+
+
 class Collection:
     """A directory holding one searchable collection of documents.
 
@@ -469,6 +486,7 @@ class Collection:
             graph_embedder=self.graph_embedder,
             dual=self.settings.dual,
             concept=self.settings.concept,
+            topdown=self.settings.topdown,
             keyword_model=self.models.get("keywords"),
         )
 
@@ -495,7 +513,8 @@ class Collection:
     ) -> EvidencePackage:
         """Ranked, cited evidence for a question, over the collection or scoped to documents.
 
-        `options` change concept-retrieval knobs for this call (see `ConceptOptions`)."""
+        `options` change the mode's knobs for this call (`DualOptions`, `ConceptOptions`, `TopDownOptions`;
+        `by_modality` and the per-modality limits for the flat modes)."""
         if not question.strip():
             raise HyperfolioError("the question is empty")
         strategy = make_strategy(mode or self.settings.default_mode)
@@ -505,7 +524,7 @@ class Collection:
         started = time.perf_counter()
         context = self._context()
         if options:
-            context = replace(context, concept=replace(context.concept, **options))
+            context = with_knobs(context, strategy.name, options)
         evidence = strategy.retrieve(query, context)
         if strategy.name != "concept" and (options or {}).get("by_modality"):
             c = context.concept  # the shared modality-aware step, for any strategy

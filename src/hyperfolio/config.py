@@ -40,6 +40,7 @@ class BuildOptions:
     anchor_cover: int = 2  # bridge each page break with at most this many anchors (0: refine every anchor)
     reconcile: bool = True  # check new facts against accepted ones, resolve conflicts (False: an ablation)
     concepts: bool = True  # build the concept layer and its evidence index (HVM-GraphRAG)
+    themes: bool = True  # build the theme layer over the chunks (VizRAG's top layer, for --mode topdown)
     max_entities_per_page: int = 40
     max_description_chars: int = 600
     graph_embedder: str = "model2vec"  # embeds entities and hyperedges (fast; many short texts)
@@ -70,6 +71,17 @@ class ConceptOptions:
     scoring: str = "hybrid"  # chunk similarity s(q, b): "hybrid" (embeddings + BM25), "dense" (paper), "keyword"
     use_graph: bool = True  # False: flat chunks only (an ablation; they take the graph's share too)
     by_modality: bool = True  # False: one ranked list, no modality groups (an ablation)
+
+
+@dataclass(frozen=True)
+class TopDownOptions:
+    """Top-down retrieval knobs (VizRAG): themes of the top layer, then the bottom layer's neighbourhoods."""
+
+    themes: int = 8  # top-layer theme hyperedges matched per question
+    entities_per_keyword: int = 5
+    hyperedges: int = 60  # bottom-layer neighbourhood hyperedges kept
+    render: bool = False  # draw the bottom-layer subgraph per query (for a vision model) and time it
+    layouts: str = "set-force,bi-inc"  # the picture's dual view
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,7 @@ class Settings:
     build: BuildOptions = field(default_factory=BuildOptions)
     dual: DualOptions = field(default_factory=DualOptions)
     concept: ConceptOptions = field(default_factory=ConceptOptions)
+    topdown: TopDownOptions = field(default_factory=TopDownOptions)
     models: ModelOptions = field(default_factory=ModelOptions)
     embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2) or "model2vec" (distilled from it)
     embed_batch: int = 64
@@ -158,6 +171,7 @@ SECTIONS: dict[str, type] = {
     "build": BuildOptions,
     "dual": DualOptions,
     "concept": ConceptOptions,
+    "topdown": TopDownOptions,
     "models": ModelOptions,
 }
 

@@ -34,6 +34,8 @@ def evidence_dict(evidence: EvidencePackage, text_chars: int = 800) -> dict[str,
         ],
         "by_modality": {m: [i.rank for i in items] for m, items in evidence.by_modality().items()},
         "keywords": evidence.meta.get("keywords"),
+        # What else the strategy reports: concept anchors, relations, themes, disputed statements, timings.
+        "meta": {k: v for k, v in evidence.meta.items() if k not in ("seconds", "keywords")},
         "entities": [
             {
                 "id": hit.entity.entity_id,

@@ -282,3 +282,20 @@ def test_a_year_in_the_section_path_scopes_the_facts_under_it(tmp_path, embedder
         relations = {r for h, r, t in facts(col) if h == "Osprey"}
         assert relations == {"revenue [2022]", "revenue [2023]"}  # dated by their headings, not dropped
         assert {d.kind for d in col.conflicts()} == {"temporal"}
+
+
+def test_theme_layer_and_top_down_retrieval(report):
+    col, doc_id, _ = report
+    themes = rows(col, "SELECT h.description FROM hyperedges h WHERE h.level = 'theme'")
+    chunks = [c for c in col.store.iter_chunks(doc_id) if c.text.strip()]
+    assert len(themes) == len(chunks)  # one theme per chunk
+    assert any("Dusseldorf-Neuss" in d and "Operations" in d for (d,) in themes)
+    evidence = col.retrieve("Which system serves the Dusseldorf-Neuss route?", mode="topdown", doc=doc_id)
+    assert evidence.items[0].chunk.modality == "table"
+    assert "Operations" in evidence.meta["themes"][0][0]  # the route table's theme comes first
+    assert any(hit.entity.name == "Dusseldorf-Neuss" for hit in evidence.entities)
+    drawn = col.retrieve("Which system serves the route?", mode="topdown", doc=doc_id, options={"render": True})
+    assert drawn.meta["render_seconds"] > 0 and drawn.meta["picture"].endswith(".png")
+    # Themes live in their own space: dual's hyperedge search never returns them.
+    dual = col.retrieve("Which system serves the route?", mode="dual", doc=doc_id)
+    assert all(hit.hyperedge.level != "theme" for hit in dual.hyperedges)

@@ -1,5 +1,8 @@
-"""The concept layer over the entities (HVM-GraphRAG 3.1.3): concept nodes, concept edges, and the
-concept -> chunk evidence index, with embeddings for concepts and relations.
+"""Layers over the entity hypergraph.
+
+The concept layer (HVM-GraphRAG 3.1.3): concept nodes, concept edges, and the concept -> chunk
+evidence index, with embeddings for concepts and relations. The theme layer (VizRAG's two-layer
+index): per chunk a theme hyperedge over its key entities, the top layer of top-down retrieval.
 
 Each entity belongs to one concept; a concept's evidence is the union of its entities' evidence
 (after reconciliation removed the links only dropped facts supported), and its edges are the
@@ -9,10 +12,17 @@ scoped, and recomputed only for the concepts a document touches.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
+from hyperfolio.build.merge import edge_id
+from hyperfolio.model import Chunk, Hyperedge
 from hyperfolio.models.protocols import Embedder
-from hyperfolio.store.base import CONCEPT_SPACE, RELATION_SPACE, scoped_key
+from hyperfolio.phrases import content_words
+from hyperfolio.store.base import CONCEPT_SPACE, RELATION_SPACE, THEME_SPACE, scoped_key
 from hyperfolio.store.sqlite import SQLiteStore
 
 MEMBERS_SHOWN = 8  # entity names embedded with a concept's name
@@ -42,3 +52,96 @@ def update_concept_layer(store: SQLiteStore, embedder: Embedder, doc_id: str, ex
             embedder.embed([relation_text(r) for r in relations]),
         )
     return len(concepts)
+
+
+# --------------------------------------------------------------------------- the top (theme) layer
+THEME = "theme"  # hyperedge level of a chunk's theme (VizRAG's top layer)
+
+
+@dataclass
+class ChunkTheme:
+    chunk_id: str
+    description: str
+    key_entities: list[str]  # entity ids, most central first
+    keywords: list[str]
+
+
+class Themer(Protocol):
+    name: str
+
+    def themes(
+        self, chunks: list[Chunk], entities: dict[str, list[tuple[str, str]]], edges: dict[str, list[list[str]]]
+    ) -> list[ChunkTheme]:
+        """One theme per chunk. `entities`: chunk -> [(entity id, name)]; `edges`: chunk -> member id lists."""
+
+
+class OfflineThemer:
+    """Key entities by structural centrality in the chunk (how many of its hyperedges they join) and
+    keyword weight (their words' frequency in the chunk against the document); the theme is the
+    section path, the key entities and the chunk's most characteristic terms."""
+
+    name = "offline"
+
+    def __init__(self, key_entities: int = 5, terms: int = 6) -> None:
+        self.key_entities = key_entities
+        self.terms = terms
+
+    def themes(self, chunks, entities, edges) -> list[ChunkTheme]:
+        doc_terms: Counter = Counter()
+        chunk_terms: dict[str, Counter] = {}
+        for chunk in chunks:
+            words = Counter(content_words(chunk_text(chunk)))
+            chunk_terms[chunk.chunk_id] = words
+            doc_terms.update(set(words))
+        n = max(1, len(chunks))
+        out = []
+        for chunk in chunks:
+            words = chunk_terms[chunk.chunk_id]
+            weight = {w: c * math.log(1 + n / doc_terms[w]) for w, c in words.items()}
+            degree: Counter = Counter(m for members in edges.get(chunk.chunk_id, []) for m in set(members))
+            scored = []
+            for entity_id, name in entities.get(chunk.chunk_id, []):
+                terms = content_words(name)
+                keyword = sum(weight.get(t, 0.0) for t in terms) / max(1, len(terms))
+                scored.append((degree.get(entity_id, 0) + 0.3 * keyword, name, entity_id))
+            scored.sort(key=lambda s: (-s[0], s[1]))
+            key = [entity_id for _, _, entity_id in scored[: self.key_entities]]
+            names = [name for _, name, _ in scored[: self.key_entities]]
+            top_terms = [w for w, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[: self.terms]]
+            scope = " > ".join(p for p in chunk.section_path if p)
+            parts = [scope] if scope else []
+            if names:
+                parts.append(", ".join(names))
+            if top_terms:
+                parts.append("about " + ", ".join(top_terms))
+            if not parts:
+                continue
+            out.append(ChunkTheme(chunk.chunk_id, "; ".join(parts), key, top_terms))
+        return out
+
+
+def chunk_text(chunk: Chunk) -> str:
+    if chunk.modality == "image":
+        return " ".join(t for t in (chunk.caption, chunk.ocr_text, str(chunk.meta.get("description", ""))) if t)
+    return chunk.text
+
+
+def build_theme_layer(store: SQLiteStore, embedder: Embedder, doc_id: str, themer: Themer) -> int:
+    """A theme hyperedge per chunk over its key entities, stored as level "theme" and embedded."""
+    chunks = [c for c in store.iter_chunks(doc_id) if not c.placeholder]
+    entity_rows = store.chunk_entities(doc_id)
+    edge_rows = store.chunk_hyperedge_members(doc_id)
+    themes = themer.themes(chunks, entity_rows, edge_rows)
+    store.delete_hyperedges(store.hyperedges_of_level(doc_id, THEME))  # a rebuild replaces them
+    written = []
+    for theme in themes:
+        members = [(e, "key") for e in theme.key_entities]
+        hid = edge_id(
+            THEME, [f"{theme.chunk_id}:{e}" for e in theme.key_entities] or [theme.chunk_id], theme.description
+        )
+        written.append((Hyperedge(hid, THEME, theme.description, theme.keywords, 1.0, members), [theme.chunk_id]))
+    store.write_graph([], written)
+    if written:
+        vectors = embedder.embed([h.description for h, _ in written])
+        store.put_vectors(THEME_SPACE, [(scoped_key(h.edge_id, doc_id), doc_id) for h, _ in written], vectors)
+    return len(written)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hyperfolio.build.extract import Extractor, PageUnit
-from hyperfolio.build.layers import update_concept_layer
+from hyperfolio.build.layers import THEME, OfflineThemer, Themer, build_theme_layer, update_concept_layer
 from hyperfolio.build.merge import MergedGraph, merge
 from hyperfolio.build.reconcile import (
     ConflictDetector,
@@ -35,6 +35,7 @@ class GraphReport:
     refine: RefineReport = field(default_factory=RefineReport)
     reconcile: ReconcileReport = field(default_factory=ReconcileReport)
     concepts: int = 0
+    themes: int = 0
     seconds: float = 0.0
 
 
@@ -58,6 +59,7 @@ def embed_graph_items(store: SQLiteStore, embedder: Embedder, doc_id: str, extra
         vectors = embedder.embed([entity_text(e) for e in entities])
         store.put_vectors(ENTITY_SPACE, [(scoped_key(e.entity_id, doc_id), doc_id) for e in entities], vectors)
     edges = store.get_hyperedges(list(dict.fromkeys([*store.document_hyperedges(doc_id), *extra_edges])))
+    edges = [e for e in edges if e.level != THEME]  # themes have their own space (the top layer)
     if not edges:
         return
     vectors = embedder.embed([edge_text(e) for e in edges])
@@ -82,6 +84,7 @@ def build_document_graph(
     summarise: Callable[[MergedGraph], int] | None = None,
     detector: ConflictDetector | None = None,
     resolver: ConflictResolver | None = None,
+    themer: Themer | None = None,
 ) -> GraphReport:
     started = time.perf_counter()
     report = GraphReport(doc_id)
@@ -140,5 +143,8 @@ def build_document_graph(
         note("concept layer")
         earlier = list(store.concepts_of(sorted(report.reconcile.touched)).values())
         report.concepts = update_concept_layer(store, embedder, doc_id, earlier)
+    if options.themes:
+        note("theme layer")
+        report.themes = build_theme_layer(store, embedder, doc_id, themer or OfflineThemer())
     report.seconds = time.perf_counter() - started
     return report

@@ -6,6 +6,7 @@ from hyperfolio.retrieve.base import Query, RetrievalContext, Strategy
 from hyperfolio.retrieve.concept import ConceptStrategy
 from hyperfolio.retrieve.dual import DualStrategy
 from hyperfolio.retrieve.flat import BM25Strategy, DenseStrategy, HybridStrategy
+from hyperfolio.retrieve.topdown import TopDownStrategy
 
 STRATEGIES: dict[str, type] = {
     "bm25": BM25Strategy,
@@ -13,6 +14,7 @@ STRATEGIES: dict[str, type] = {
     "hybrid": HybridStrategy,
     "dual": DualStrategy,
     "concept": ConceptStrategy,
+    "topdown": TopDownStrategy,
 }
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hyperfolio.config import ConceptOptions, DualOptions
+from hyperfolio.config import ConceptOptions, DualOptions, TopDownOptions
 from hyperfolio.model import EvidencePackage
 from hyperfolio.models.protocols import Embedder, StructuredChatModel
 from hyperfolio.store.base import Store
@@ -23,6 +23,7 @@ class RetrievalContext:
     graph_embedder: Embedder | None = None  # embeds keywords for entity/hyperedge search (graph strategies)
     dual: DualOptions = field(default_factory=DualOptions)
     concept: ConceptOptions = field(default_factory=ConceptOptions)
+    topdown: TopDownOptions = field(default_factory=TopDownOptions)
     keyword_model: StructuredChatModel | None = None  # decomposes questions when a model is configured
 
 

@@ -44,6 +44,10 @@ def decompose(question: str, max_keywords: int = 8) -> Keywords:
     return Keywords(low[:max_keywords], high[:max_keywords])
 
 
+# The entity hypergraph's own levels; chunk themes are the top layer, searched by `topdown` only.
+ENTITY_LEVELS = ["low", "high", "refine", "fact"]
+
+
 class DualStrategy:
     name = "dual"
 
@@ -78,7 +82,7 @@ class DualStrategy:
                     if score > entity_score.get(entity, 0.0):
                         entity_score[entity], entity_via[entity] = score, keyword
         if entity_score:
-            incident = store.incident_edges(list(entity_score))
+            incident = store.incident_edges(list(entity_score), levels=ENTITY_LEVELS)
             for entity, edges in incident.items():
                 share = entity_score[entity] / max(1.0, len(edges) ** 0.5)  # a hub's edges each count for less
                 for edge in edges:

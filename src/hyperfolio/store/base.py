@@ -24,6 +24,7 @@ ENTITY_SPACE = "entity"  # hypergraph vertices, one vector per (entity, document
 HYPEREDGE_SPACE = "hyperedge"  # hyperedges, one vector per (hyperedge, document)
 CONCEPT_SPACE = "concept"  # concept nodes, one vector per (concept, document)
 RELATION_SPACE = "relation"  # concept-level relation labels, one vector per (relation, document)
+THEME_SPACE = "theme"  # chunk themes (the top layer), one vector per (theme, document)
 
 
 def scoped_key(item_id: str, doc_id: str) -> str:

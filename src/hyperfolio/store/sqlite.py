@@ -563,8 +563,8 @@ class SQLiteStore(ConceptTables):
                 db.execute(f"DELETE FROM incidence WHERE edge_id IN ({marks})", part)
                 db.execute(f"DELETE FROM hyperedges WHERE edge_id IN ({marks})", part)
                 db.execute(
-                    "DELETE FROM vectors WHERE space = 'hyperedge' AND substr(item_id, 1, instr(item_id, '|') - 1)"
-                    f" IN ({marks})",
+                    "DELETE FROM vectors WHERE space IN ('hyperedge', 'theme')"
+                    f" AND substr(item_id, 1, instr(item_id, '|') - 1) IN ({marks})",
                     part,
                 )
         with self._lock:
@@ -632,6 +632,45 @@ class SQLiteStore(ConceptTables):
         rows = self._in_query("SELECT norm_name, entity_id FROM entities WHERE norm_name IN ({marks})", norm_names)
         return dict(rows)
 
+    def chunk_entities(self, doc_id: str) -> dict[str, list[tuple[str, str]]]:
+        """chunk -> [(entity id, name)] for a document's chunks."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for chunk, entity, name in self._query(
+            "SELECT p.chunk_id, e.entity_id, e.name FROM provenance p JOIN entities e ON e.entity_id = p.item_id"
+            " WHERE p.item_kind = 'entity' AND p.doc_id = ? ORDER BY p.chunk_id, e.name",
+            (doc_id,),
+        ):
+            out.setdefault(chunk, []).append((entity, name))
+        return out
+
+    def chunk_hyperedge_members(
+        self, doc_id: str, levels: Sequence[str] = ("low", "high")
+    ) -> dict[str, list[list[str]]]:
+        """chunk -> member lists of the hyperedges evidenced in it."""
+        marks = ",".join("?" * len(levels))
+        members: dict[tuple[str, str], list[str]] = {}
+        for chunk, edge, entity in self._query(
+            "SELECT p.chunk_id, i.edge_id, i.entity_id FROM provenance p JOIN hyperedges h ON h.edge_id = p.item_id"
+            f" JOIN incidence i ON i.edge_id = h.edge_id WHERE p.item_kind = 'hyperedge' AND p.doc_id = ?"
+            f" AND h.level IN ({marks})",
+            (doc_id, *levels),
+        ):
+            members.setdefault((chunk, edge), []).append(entity)
+        out: dict[str, list[list[str]]] = {}
+        for (chunk, _), ids in members.items():
+            out.setdefault(chunk, []).append(ids)
+        return out
+
+    def hyperedges_of_level(self, doc_id: str, level: str) -> list[str]:
+        return [
+            r[0]
+            for r in self._query(
+                "SELECT DISTINCT h.edge_id FROM hyperedges h JOIN provenance p ON p.item_kind = 'hyperedge'"
+                " AND p.item_id = h.edge_id WHERE p.doc_id = ? AND h.level = ?",
+                (doc_id, level),
+            )
+        ]
+
     def entities_matching(self, name: str) -> list[str]:
         """Entities whose canonical name is this name's, or (failing that) contains it."""
         norm = normalize_name(name)
@@ -690,7 +729,7 @@ class SQLiteStore(ConceptTables):
         with self.transaction() as db:
             for table in ("provenance", *LAYER_TABLES, "incidence", "hyperedges", "entities", "refine_state"):
                 db.execute(f"DELETE FROM {table}")
-            db.execute("DELETE FROM vectors WHERE space IN ('entity', 'hyperedge', 'concept', 'relation')")
+            db.execute("DELETE FROM vectors WHERE space IN ('entity', 'hyperedge', 'concept', 'relation', 'theme')")
         with self._lock:
             self._matrices.clear()
 
