@@ -449,9 +449,10 @@ def demo(
 
 
 def _register_optional_commands() -> None:
-    from hyperfolio.eval.command import eval_command
+    from hyperfolio.eval.command import eval_command, judge_command
 
     app.command(name="eval", help="Measure retrieval on benchmark data (MMLongBench-Doc, Qasper, JSONL).")(eval_command)
+    app.command(name="judge", help="Compare two strategies' answers with a language-model judge.")(judge_command)
 
 
 _register_optional_commands()

@@ -88,7 +88,7 @@ class TopDownOptions:
 class ModelOptions:
     """Language-model plug-ins over an OpenAI-compatible HTTP API. Nothing configured = offline.
 
-    A role (extract, keywords, answer, vision) is served when a model name resolves for it: the
+    A role (extract, keywords, answer, vision, judge) is served when a model name resolves for it: the
     role's own `<role>_model`, else `model` (vision needs `vision_model`: no images go to a text-only
     model by accident). Its base URL and key resolve the same way, falling
     back to OPENAI_BASE_URL / OPENAI_API_KEY when no HYPERFOLIO_MODELS_* value or file value is set.
@@ -101,14 +101,17 @@ class ModelOptions:
     keywords_model: str = ""
     answer_model: str = ""
     vision_model: str = ""
+    judge_model: str = ""  # the LLM judge of `hyperfolio judge`
     extract_base_url: str = ""
     keywords_base_url: str = ""
     answer_base_url: str = ""
     vision_base_url: str = ""
+    judge_base_url: str = ""
     extract_api_key: str = field(default="", repr=False)
     keywords_api_key: str = field(default="", repr=False)
     answer_api_key: str = field(default="", repr=False)
     vision_api_key: str = field(default="", repr=False)
+    judge_api_key: str = field(default="", repr=False)
     timeout: float = 60.0  # seconds per HTTP call
     max_retries: int = 4  # extra attempts after a timeout, connection error, 429 or 5xx
     concurrency: int = 4  # requests in flight at once, per client

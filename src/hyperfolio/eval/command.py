@@ -146,3 +146,54 @@ def eval_command(
             failed = True
     if failed:
         raise typer.Exit(1)
+
+
+def judge_command(
+    strategies: Annotated[str, typer.Option("--strategies", help="Two strategies to compare, e.g. hybrid,topdown.")],
+    dataset: Annotated[str, typer.Option("--dataset", help="mmlongbench, qasper or jsonl:PATH.")] = "qasper",
+    collection: Annotated[
+        Path | None, typer.Option("--collection", help="Index dir (default: <out>/collections/<dataset>-<embedder>)")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory for the report.")] = Path("eval-out"),
+    limit: Annotated[int, typer.Option("--limit", help="Judge the first N questions.")] = 20,
+    scores: Annotated[bool, typer.Option("--scores", help="Also score each answer 0-100 per criterion.")] = False,
+) -> None:
+    """Compare two strategies' answers with a language-model judge (win rates per criterion)."""
+    from hyperfolio.collection import Collection
+    from hyperfolio.eval.judge import Judge, judge_answers
+    from hyperfolio.eval.runner import index_documents
+
+    pair = tuple(s.strip() for s in strategies.split(",") if s.strip())
+    if len(pair) != 2 or any(s not in STRATEGIES for s in pair):
+        errors.print(f"[red]error:[/red] give two of {', '.join(STRATEGIES)}, e.g. --strategies hybrid,topdown")
+        raise typer.Exit(2)
+    try:
+        data = load_dataset(dataset, cache_dir=out / "cache")
+    except DatasetMissing as exc:
+        errors.print(f"[yellow]skipped {dataset}:[/yellow] {exc}")
+        return
+    settings = Settings.load()
+    directory = collection or out / "collections" / f"{dataset_label(dataset)}-{settings.embedder}"
+    questions = data.questions[:limit]
+    with Collection(directory, settings=Settings.load(directory / "settings.toml")) as col:
+        chat = col.models.get("judge")
+        if chat is None:
+            errors.print("[red]error:[/red] no judge model: set [models] judge_model (or model) and base_url")
+            raise typer.Exit(2)
+        files = [p for p in data.documents if p.name in {q.doc_ref for q in questions}]
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
+            doc_ids, _ = index_documents(col, files, RichEvalProgress(bar))
+            items = []
+            task = bar.add_task("answering", total=len(questions))
+            for q in questions:
+                if q.doc_ref in doc_ids:
+                    answers = [col.ask(q.question, mode=s, doc=doc_ids[q.doc_ref]).text for s in pair]
+                    items.append((q.question, answers[0], answers[1]))
+                bar.update(task, advance=1)
+        report = judge_answers(Judge(chat), (pair[0], pair[1]), items, scores=scores)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"judge-{dataset_label(dataset)}-{pair[0]}-vs-{pair[1]}"
+    stem.with_suffix(".md").write_text(report.markdown() + "\n")
+    stem.with_suffix(".json").write_text(report.to_json())
+    console.print(Markdown(report.markdown()))
+    console.print(f"wrote {stem.with_suffix('.md')} and {stem.with_suffix('.json')}")

@@ -18,7 +18,7 @@ from hyperfolio.models.errors import ModelConfigError
 from hyperfolio.models.openai_compat import OpenAICompatClient
 from hyperfolio.models.usage import StageUsage, UsageMeter
 
-ROLES = ("extract", "keywords", "answer", "vision")
+ROLES = ("extract", "keywords", "answer", "vision", "judge")
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
 
