@@ -9,6 +9,7 @@ lines (Cli-Exp adds solid clique lines). A legend lists the hyperedges shown.
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,8 @@ class Style:
 
 
 def _label(text: str, limit: int) -> str:
+    # Private-use glyphs (PDF bullet fonts) have no shape in the drawing font: leave them out.
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Co")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
