@@ -24,12 +24,14 @@ from hyperfolio.answer_llm import LLMAnswerer
 from hyperfolio.build.extract import Extractor
 from hyperfolio.build.extract_llm import LLMExtractor
 from hyperfolio.build.extract_offline import OfflineExtractor
+from hyperfolio.build.layers import OfflineThemer, Themer
 from hyperfolio.build.pipeline import GraphReport, build_document_graph
 from hyperfolio.build.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
 from hyperfolio.build.reconcile_llm import LLMDetector, LLMResolver
 from hyperfolio.build.refine import OfflineRefiner, Refiner, refine_anchors
 from hyperfolio.build.refine_llm import LLMRefiner
 from hyperfolio.build.summarise import DescriptionSummariser
+from hyperfolio.build.themes_llm import LLMThemer
 from hyperfolio.config import Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
 from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
@@ -255,6 +257,25 @@ class Collection:
         return LLMDetector(chat), LLMResolver(chat)
 
     @property
+    def themer(self) -> Themer:
+        """Chunk themes for the top layer: the extract model (with the vision model reading a picture of
+        the chunk's hypergraph, when one is configured), offline statistics otherwise."""
+        chat = self.models.get("extract")
+        if chat is None:
+            return OfflineThemer()
+        return LLMThemer(chat, vision=self.models.get("vision"), picture=self._chunk_picture)
+
+    def _chunk_picture(self, chunk_id: str) -> bytes | None:
+        from hyperfolio.viz import Budget, Style, from_store, prune, render
+
+        graph = from_store(self.store, self.store.chunk_hyperedges(chunk_id), "")
+        if not graph.entities:
+            return None
+        prune(graph, "", Budget(width=900, height=700))
+        target = self.path / "pictures" / f"chunk-{chunk_id.replace(':', '-')}.png"
+        return render(graph, ["set-force"], target, Style(width_px=900, height_px=700)).read_bytes()
+
+    @property
     def refiner(self) -> Refiner:
         chat = self.models.get("extract")
         return OfflineRefiner() if chat is None else LLMRefiner(chat)
@@ -408,6 +429,7 @@ class Collection:
             summarise=self.summariser,
             detector=detector,
             resolver=resolver,
+            themer=self.themer,
         )
 
     def build_graph(self, rebuild: bool = False, progress: AddProgress | None = None) -> list[GraphReport]:
@@ -488,6 +510,7 @@ class Collection:
             concept=self.settings.concept,
             topdown=self.settings.topdown,
             keyword_model=self.models.get("keywords"),
+            vision_model=self.models.get("vision"),
         )
 
     def _scope(self, doc: str | Sequence[str] | None) -> list[str] | None:

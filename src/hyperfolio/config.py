@@ -81,6 +81,7 @@ class TopDownOptions:
     entities_per_keyword: int = 5
     hyperedges: int = 60  # bottom-layer neighbourhood hyperedges kept
     render: bool = False  # draw the bottom-layer subgraph per query (for a vision model) and time it
+    visual: bool = True  # with a vision model: it locates the key entities in a picture of the top layer
     layouts: str = "set-force,bi-inc"  # the picture's dual view
 
 

@@ -63,6 +63,9 @@ ANSWER = {"answer": "The Aurora carries 8,500 TEU.", "citations": [1], "sufficie
 def respond(request: dict) -> Reply:
     """Reply by what the request asks for, recognised from its schema or prompt."""
     text = json.dumps(request)
+    if "key_entities" in text:
+        theme = {"theme": "Osprey's fleet and its home port", "key_entities": ["Osprey Shipping Company", "Rotterdam"]}
+        return Reply.json(theme, usage={"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100})
     if "low_edges" in text:
         return Reply.json(EXTRACTION, usage={"prompt_tokens": 400, "completion_tokens": 120, "total_tokens": 520})
     if "sufficient" in text:
@@ -88,6 +91,10 @@ def test_language_model_path_end_to_end(tmp_path, embedder, llm_server):
     assert {"Osprey Shipping Company", "Rotterdam", "Aurora"} <= entities
     graph = col.stats()
     assert graph["hyperedges_by_level"].get("refine", 0) >= 1
+    themes = col.store.get_hyperedges(col.store.hyperedges_of_level(report.results[0].doc_id, "theme"))
+    assert themes and all(t.description == "Osprey's fleet and its home port" for t in themes)  # the model's themes
+    names = {e.entity_id: e.name for e in col.store.get_entities([m for t in themes for m, _ in t.members])}
+    assert {"Osprey Shipping Company", "Rotterdam"} <= set(names.values())
 
     answer = col.ask("What is the capacity of the Aurora?", mode="dual")
     assert answer.answerer == "llm"
@@ -96,7 +103,7 @@ def test_language_model_path_end_to_end(tmp_path, embedder, llm_server):
     assert answer.evidence.meta["keywords"]["low"] == ["Aurora", "Capacity (TEU)"]
 
     usage = col.stats()["model_usage"]
-    for stage in ("extract", "refine", "keywords", "answer"):
+    for stage in ("extract", "refine", "keywords", "answer", "themes"):
         assert usage[stage]["calls"] >= 1, (stage, usage)
         assert usage[stage]["prompt_tokens"] > 0, (stage, usage)
     assert usage["extract"]["prompt_tokens"] >= 800  # two pages, 400 tokens each as the server reported
@@ -191,3 +198,37 @@ def test_merged_descriptions_are_summarised_by_the_model(llm_server):
         assert models.snapshot()["merge"].calls == 1
     assert graph.entities["E1"].descriptions == ["Rotterdam is Osprey's home port and hub."]
     assert graph.entities["E2"].descriptions == ["a ship"]  # one description: nothing to merge
+
+
+def test_vision_model_reads_graph_pictures_for_themes_and_top_down(tmp_path, embedder, llm_server):
+    pictures: list[str] = []
+
+    def handle(request: dict) -> Reply:
+        text = json.dumps(request)
+        has_image = "image_url" in text
+        if "key_entities" in text:
+            if has_image:
+                pictures.append("theme")
+            return Reply.json({"theme": "The Osprey fleet", "key_entities": ["Osprey Shipping Company"]})
+        if "looked up" in text:  # top-down: which entities, from the picture of the themes
+            assert has_image
+            pictures.append("locate")
+            return Reply.json({"entities": ["E2", "E1"]})
+        return respond(request)
+
+    llm_server.handler = handle
+    (tmp_path / "fleet.md").write_text(FLEET)
+    settings = Settings.load(
+        None,
+        models={"base_url": llm_server.url, "model": "fake-model", "vision_model": "fake-vision", "max_retries": 0},
+    )
+    with Collection(tmp_path / "col", settings=settings, embedder=embedder) as col:
+        doc = col.add([tmp_path / "fleet.md"]).results[0].doc_id
+        assert "theme" in pictures  # the chunk's hypergraph picture went to the vision model
+        evidence = col.retrieve("Where is the Osprey fleet based?", mode="topdown", doc=doc)
+        assert "locate" in pictures
+        assert evidence.meta["located_by_vision"]  # entities picked from the picture of the top layer
+        usage = col.stats()["model_usage"]
+        assert usage["locate"]["calls"] == 1 and usage["themes"]["calls"] >= 1
+        plain = col.retrieve("Where is the Osprey fleet based?", mode="topdown", doc=doc, options={"visual": False})
+        assert "located_by_vision" not in plain.meta

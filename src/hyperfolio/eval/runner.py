@@ -187,8 +187,9 @@ ABLATIONS: dict[str, Ablation] = {
     "concept-nomodality": Ablation("concept", retrieve={"by_modality": False}),  # one ranked list
     "concept-dense": Ablation("concept", retrieve={"scoring": "dense"}),  # the paper's embedding-only s(q, b)
     "concept-keyword": Ablation("concept", retrieve={"scoring": "keyword"}),  # BM25 only: no query embedding
+    "topdown-novisual": Ablation("topdown", retrieve={"visual": False}),  # no vision model steps
 }
-GRAPH_MODES = ("dual", "concept")
+GRAPH_MODES = ("dual", "concept", "topdown")
 # HVM-GraphRAG Table 4: concept-retrieval settings per benchmark (the defaults are the MMLongBench row).
 PAPER_PRESETS: dict[str, dict[str, object]] = {"mmlongbench": {}, "qasper": {"concepts": 15, "flat_chunks": 5}}
 

@@ -25,6 +25,7 @@ class RetrievalContext:
     concept: ConceptOptions = field(default_factory=ConceptOptions)
     topdown: TopDownOptions = field(default_factory=TopDownOptions)
     keyword_model: StructuredChatModel | None = None  # decomposes questions when a model is configured
+    vision_model: StructuredChatModel | None = None  # reads pictures of the graph (top-down retrieval)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ Question keywords (theme and entity keywords, as for `dual`) -> top-layer theme 
 the key entities those themes name -> the same entities in the bottom layer, with the entities
 the entity keywords match -> their neighbourhood hyperedges -> source chunks. Chunks reached
 through themes and neighbourhoods are ranked by that evidence and fused with the flat rankings.
-With `render`, the bottom-layer subgraph is drawn for a vision model and the time it takes is
-reported apart (`meta["render_seconds"]`).
+With a vision model configured (and `visual`), the model also picks key entities from a picture
+of the matched themes over their key entities. With `render`, the bottom-layer subgraph is drawn
+for a vision model and the time it takes is reported apart (`meta["render_seconds"]`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from hyperfolio.model import EntityHit, EvidencePackage, HyperedgeHit
+from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.openai_compat import system_message, user_message
 from hyperfolio.phrases import normalize_name
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.dual import decompose
@@ -54,6 +59,11 @@ class TopDownStrategy:
         for theme in themes:
             for rank, (entity, _) in enumerate(theme.members):
                 entity_score[entity] = max(entity_score[entity], theme_score[theme.edge_id] / (1 + 0.25 * rank))
+        located: list[str] = []
+        if ctx.vision_model is not None and o.visual and themes:
+            located = locate_with_vision(ctx, query.text, themes)
+            for entity in located:
+                entity_score[entity] = max(entity_score[entity], 1.0)
         if keywords.low:
             exact = store.entities_by_norm_name([normalize_name(k) for k in keywords.low])
             for keyword, vector in zip(keywords.low, embedder.embed(keywords.low), strict=True):
@@ -91,10 +101,12 @@ class TopDownStrategy:
         evidence = package(query.text, self.name, fused[: query.k], ctx, sources)
         evidence.meta["keywords"] = {"low": keywords.low, "high": keywords.high}
         evidence.meta["themes"] = [(t.description, round(theme_score[t.edge_id], 3)) for t in themes]
+        if located:
+            evidence.meta["located_by_vision"] = [e.name for e in store.get_entities(located)]
 
-        located = sorted(entity_score, key=lambda e: -entity_score[e])[:15]
-        entity_pages = store.entity_pages(located)
-        for entity in store.get_entities(located):
+        top = sorted(entity_score, key=lambda e: -entity_score[e])[:15]
+        entity_pages = store.entity_pages(top)
+        for entity in store.get_entities(top):
             pages = sorted(p for p in entity_pages.get(entity.entity_id, set()) if scope is None or p[0] in scope)
             evidence.entities.append(EntityHit(entity, entity_score[entity.entity_id], pages, "theme/keyword"))
         names = {e.entity_id: e.name for e in store.get_entities(list({m for h in edges for m, _ in h.members}))}
@@ -107,6 +119,42 @@ class TopDownStrategy:
         if o.render and evidence.hyperedges:
             evidence.meta.update(render_bottom_layer(ctx, evidence))
         return evidence
+
+
+class LocateReply(BaseModel):
+    entities: list[str] = Field(default_factory=list, description="ids such as E3, most relevant first")
+
+
+LOCATE_PROMPT = (
+    "The picture shows the themes of a document (hyperedges H1, H2, ...) over their key entities (E1, E2, "
+    "...); the themes are listed below. Which entities should be looked up to answer the question? "
+    'Reply in JSON: {"entities": ["E3", ...]}, at most five, most relevant first.'
+)
+
+
+def locate_with_vision(ctx: RetrievalContext, question: str, themes: list) -> list[str]:
+    """Key entities the vision model picks from a picture of the top-layer subgraph (entity ids)."""
+    from hyperfolio.viz import Budget, from_store, prune, render
+
+    graph = from_store(ctx.store, [t.edge_id for t in themes], "themes", levels=("theme",))
+    if not graph.entities:
+        return []
+    prune(graph, question, Budget(width=1000, height=750))
+    digest = hashlib.sha1(question.encode()).hexdigest()[:12]
+    target = Path(tempfile.gettempdir()) / "hyperfolio-topdown" / f"top-layer-{digest}.png"
+    picture = render(graph, ctx.topdown.layouts.split(","), target).read_bytes()
+    listing = "\n".join(f"{h.vid}: {h.description}" for h in graph.edges.values())
+    messages = [
+        system_message(LOCATE_PROMPT),
+        user_message(f"Question: {question}\n\nThemes:\n{listing}", [picture]),
+    ]
+    try:
+        reply = ctx.vision_model.complete_json(messages, LocateReply, stage="locate")
+    except ModelCallError:
+        return []
+    by_vid = {e.vid: e.key for e in graph.entities.values()}
+    wanted = [v.strip().upper().replace(" ", "") for v in reply.entities]
+    return [by_vid[v] for v in wanted if v in by_vid][:5]
 
 
 def render_bottom_layer(ctx: RetrievalContext, evidence: EvidencePackage) -> dict:

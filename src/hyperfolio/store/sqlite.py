@@ -661,6 +661,11 @@ class SQLiteStore(ConceptTables):
             out.setdefault(chunk, []).append(ids)
         return out
 
+    def chunk_hyperedges(self, chunk_id: str) -> list[str]:
+        """Hyperedges evidenced in one chunk."""
+        rows = self._query("SELECT item_id FROM provenance WHERE item_kind = 'hyperedge' AND chunk_id = ?", (chunk_id,))
+        return [r[0] for r in rows]
+
     def hyperedges_of_level(self, doc_id: str, level: str) -> list[str]:
         return [
             r[0]
