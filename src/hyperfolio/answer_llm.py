@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field
 from hyperfolio.answer import INSUFFICIENT, Answerer
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.openai_compat import user_message
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.models.replies import Numbers
 from hyperfolio.phrases import clip, one_line
@@ -81,8 +83,10 @@ class LLMAnswerer:
         max_hyperedges: int = 10,
         max_entities: int = 10,
         stage: str = STAGE,
+        vision: StructuredChatModel | None = None,
     ) -> None:
         self.chat = chat
+        self.vision = vision  # answers instead when the evidence carries a picture of its graph
         self.fallback = fallback
         self.max_chunks = max_chunks
         self.max_chunk_chars = max_chunk_chars
@@ -138,8 +142,17 @@ class LLMAnswerer:
         items = evidence.items[: self.max_chunks]
         if not items:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+        messages = self.messages(question, evidence)
+        model = self.chat
+        picture = evidence.meta.get("picture")
+        if self.vision is not None and picture and Path(picture).is_file():
+            # VizRAG: the vision model answers from the text and a picture of the evidence's hypergraph.
+            text = messages[-1]["content"] + "\n\nThe attached picture shows how the evidence's entities (E…) and "
+            text += "hyperedges (H…) connect; the relations listed above use the same names."
+            messages = [messages[0], user_message(text, [Path(picture).read_bytes()])]
+            model = self.vision
         try:
-            reply = self.chat.complete_json(self.messages(question, evidence), AnswerReply, stage=self.stage)
+            reply = model.complete_json(messages, AnswerReply, stage=self.stage)
         except ModelCallError as exc:
             log.warning("the answer model failed; answering extractively: %s", exc)
             return self._fallback(question, evidence, one_line(exc.reason)[:200])

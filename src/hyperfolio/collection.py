@@ -289,7 +289,9 @@ class Collection:
                 min_score=self.settings.min_answer_score,
             )
             chat = self.models.get("answer")
-            self._answerer = extractive if chat is None else LLMAnswerer(chat, extractive)
+            self._answerer = (
+                extractive if chat is None else LLMAnswerer(chat, extractive, vision=self.models.get("vision"))
+            )
         return self._answerer
 
     # ------------------------------------------------------------------ documents

@@ -214,6 +214,9 @@ def test_vision_model_reads_graph_pictures_for_themes_and_top_down(tmp_path, emb
             assert has_image
             pictures.append("locate")
             return Reply.json({"entities": ["E2", "E1"]})
+        if "sufficient" in text and has_image:  # the answer, from the text and the evidence's picture
+            pictures.append("answer")
+            assert request["model"] == "fake-vision"
         return respond(request)
 
     llm_server.handler = handle
@@ -231,4 +234,7 @@ def test_vision_model_reads_graph_pictures_for_themes_and_top_down(tmp_path, emb
         usage = col.stats()["model_usage"]
         assert usage["locate"]["calls"] == 1 and usage["themes"]["calls"] >= 1
         plain = col.retrieve("Where is the Osprey fleet based?", mode="topdown", doc=doc, options={"visual": False})
-        assert "located_by_vision" not in plain.meta
+        assert "located_by_vision" not in plain.meta and "picture" not in plain.meta
+        answer = col.ask("Where is the Osprey fleet based?", mode="topdown", doc=doc)
+        assert "answer" in pictures and answer.answerer == "llm"  # the vision model answered with the picture
+        assert evidence.meta["render_seconds"] > 0

@@ -116,7 +116,8 @@ class TopDownStrategy:
                 evidence.hyperedges.append(
                     HyperedgeHit(edge, edge_score[edge.edge_id], [names.get(m, m) for m, _ in edge.members], pages)
                 )
-        if o.render and evidence.hyperedges:
+        wants_picture = o.render or (ctx.vision_model is not None and o.visual)  # the vision answerer reads it
+        if wants_picture and evidence.hyperedges:
             evidence.meta.update(render_bottom_layer(ctx, evidence))
         return evidence
 
