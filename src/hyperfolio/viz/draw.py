@@ -71,6 +71,13 @@ def _hull(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return lower[:-1] + upper[:-1]
 
 
+def _area(polygon: list[tuple[float, float]]) -> float:
+    """Shoelace area of a simple polygon."""
+    return (
+        abs(sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(polygon, polygon[1:] + polygon[:1], strict=True))) / 2
+    )
+
+
 def region(members: list[tuple[float, float]], pad: float) -> list[tuple[float, float]]:
     """A rounded region around member positions: the hull of small circles around each."""
     ring = [
@@ -94,45 +101,50 @@ def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) ->
     ax.set_aspect("equal")
     ax.axis("off")
     if placement.set_based:
+        center = (
+            sum(x for x, _ in placement.entities.values()) / len(placement.entities),
+            sum(y for _, y in placement.entities.values()) / len(placement.entities),
+        )
+        shapes = []
         for i, group in enumerate(groups):
-            edge = group[0]
-            pts = [placement.entities[graph.entities[m].vid] for m in edge.members if m in graph.entities]
-            if len(pts) < 2:
-                continue
+            pts = [placement.entities[graph.entities[m].vid] for m in group[0].members if m in graph.entities]
+            if len(pts) >= 2:
+                outline = region(pts, 0.018 + 0.004 * (i % 4))  # nested regions stay distinguishable
+                shapes.append((_area(outline), i, group, outline))
+        tags: list[tuple[float, float]] = []
+        # Big regions first, so smaller ones are drawn over them and stay visible.
+        for area, i, group, outline in sorted(shapes, key=lambda s: -s[0]):
             color = PALETTE[i % len(PALETTE)]
-            pad = 0.018 + 0.004 * (i % 4)  # nested regions stay distinguishable
+            style_line = LEVEL_STYLE.get(group[0].level, "-")
+            fill = style.region_alpha * (0.5 if area > 0.15 else 1.0)
+            ax.add_patch(Polygon(outline, closed=True, facecolor=color, edgecolor="none", alpha=fill, zorder=1))
             ax.add_patch(
                 Polygon(
-                    region(pts, pad),
-                    closed=True,
-                    facecolor=color,
-                    edgecolor=color,
-                    alpha=style.region_alpha,
-                    linestyle=LEVEL_STYLE.get(edge.level, "-"),
-                    linewidth=1.2,
-                )
-            )
-            ax.add_patch(
-                Polygon(
-                    region(pts, pad),
+                    outline,
                     closed=True,
                     fill=False,
                     edgecolor=color,
-                    alpha=0.7,
-                    linestyle=LEVEL_STYLE.get(edge.level, "-"),
-                    linewidth=1.0,
+                    alpha=0.8,
+                    linestyle=style_line,
+                    linewidth=1.1,
+                    zorder=2,
                 )
             )
-            top = max(region(pts, pad), key=lambda p: p[1])
+            # The tag goes on the outline's vertex farthest from the drawing's centre, away from other tags.
+            spots = sorted(outline, key=lambda p: -((p[0] - center[0]) ** 2 + (p[1] - center[1]) ** 2))
+            spot = next((p for p in spots if all(abs(p[0] - t[0]) + abs(p[1] - t[1]) > 0.04 for t in tags)), spots[0])
+            tags.append(spot)
             ax.text(
-                top[0],
-                top[1] + 0.004,
-                edge.vid,
+                spot[0],
+                spot[1],
+                group_tag(group),
                 color=color,
                 fontsize=style.font_size - 1,
                 ha="center",
-                va="bottom",
+                va="center",
                 fontweight="bold",
+                zorder=6,
+                bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.6},
             )
     else:
         for a, b in placement.clique_edges:
