@@ -26,7 +26,7 @@ from hyperfolio.phrases import sentences
 INSUFFICIENT = "The indexed documents do not contain enough evidence to answer this question."
 
 _STOP = STOPWORDS | QUESTION_WORDS
-_TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*%?")
+_TOKEN = re.compile(r"[^\W_]+(?:[.,][0-9]+)*%?")  # letters of any script, digits
 _QUANTITY = re.compile(
     r"\b(how (many|much|long|old|large|big|far)|what (percentage|percent|share|number|amount|year)|when|which year)\b",
     re.I,

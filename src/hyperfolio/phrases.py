@@ -36,7 +36,7 @@ _QUANTITY = re.compile(
 _NUMBER_PART = re.compile(r"[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _LABEL = re.compile(r"\b(?:Table|Figure|Fig\.|Chart|Exhibit)\s+\d+[A-Za-z]?\b")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z\-]{2,}")
+_TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|-){2,}")  # words of three or more letters, in any script
 # Sentence ends in a chunk's text (a chunk is already within one page and section): end punctuation
 # before a capital or digit, blank lines, and list bullets.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
@@ -124,10 +124,10 @@ def key_phrases(text: str, max_len: int = 3) -> list[str]:
     """Runs of 2..max_len consecutive content words: candidate multi-word terms ("renewable energy")."""
     out: list[str] = []
     for clause in re.split(r"[.;:!?,()\[\]\n]", text):
-        words = re.findall(r"[A-Za-z][A-Za-z\-]+|\S+", clause)  # capitalised words are names, not terms
+        words = re.findall(r"[^\W\d_](?:[^\W\d_]|-)+|\S+", clause)  # capitalised words are names, not terms
         run: list[str] = []
         for w in words + ["."]:
-            if re.fullmatch(r"[a-z][a-z\-]{2,}", w) and w not in STOPWORDS and w not in _WEAK_CAPITALS:
+            if _TOKEN.fullmatch(w) and w.islower() and w not in STOPWORDS and w not in _WEAK_CAPITALS:
                 run.append(w)
                 continue
             for size in range(2, max_len + 1):

@@ -162,3 +162,15 @@ def test_text_only_ablation_skips_tables_and_figures():
     assert any(e.modality == "table" for e in full.entities.values())
     assert all(e.modality == "text" for e in text_only.entities.values())
     assert {e.name for e in text_only.entities.values()} >= {"Alpha Corp", "Beta Corp", "Paris"}
+
+
+def test_words_in_any_script_stay_whole():
+    from hyperfolio.phrases import content_words, key_phrases
+
+    assert content_words("The Düsseldorf-Neuss route and the Île-de-France région") == [
+        "düsseldorf-neuss",
+        "route",
+        "île-de-france",
+        "région",
+    ]
+    assert "düsseldorf stadtbahn" in key_phrases("the düsseldorf stadtbahn network")

@@ -29,7 +29,7 @@ _COPULA = {"is", "are", "was", "were", "be", "been", "am", "remains", "remained"
 _PREPOSITIONS = {"of", "in", "on", "at", "to", "from", "by", "for", "with", "into", "under", "over", "per", "about"}
 # Tokens that look like a relation but are citation or layout residue ("Jiang et al. 2021", "p. 318").
 _NOT_RELATIONS = {"et", "al", "pp", "fig", "see", "vs", "ibid", "cf", "eg", "ie"}
-_WORD = re.compile(r"[A-Za-z][A-Za-z\-']*")
+_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|[-'])*")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 
