@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from hyperfolio.cli import app
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.viz import LAYOUTS, Budget, VizGraph, place, prune, render
+from hyperfolio.viz import LAYOUTS, Budget, Style, VizGraph, place, prune, render
 from hyperfolio.viz.congestion import visual_cost
 from hyperfolio.viz.graph import VizEdge, VizEntity
 
@@ -86,6 +86,10 @@ def test_render_png_svg_and_dual_view(tmp_path):
         assert len(a.convert("L").getcolors(maxcolors=1 << 16) or []) > 10  # something was drawn
     svg = render(graph, "cli-exp", tmp_path / "one.svg").read_text()
     assert "E1 Osprey Shipping Company" in svg.replace("\u2026", "")  # labels carry the display ids
+    plain = render(
+        graph, "bi-inc", tmp_path / "plain.svg", Style(legend=False, entity_marker="D", line_width=2)
+    ).read_text()
+    assert "row 0" not in plain and "row 0" in render(graph, "bi-inc", tmp_path / "legend.svg").read_text()
     with pytest.raises(HyperfolioError):
         render(graph, "spiral", tmp_path / "x.png")
     with pytest.raises(HyperfolioError):

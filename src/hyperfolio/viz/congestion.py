@@ -29,7 +29,7 @@ class Budget:
     gamma: float = 0.3  # share of the canvas the drawing may occupy
     w_entity: float = 1.0
     w_edge: float = 1.5
-    max_groups: int = 20  # regions (hyperedges over distinct member sets) drawn at most
+    max_groups: int = 12  # regions (hyperedges over distinct member sets) drawn at most
     alpha: float = 0.5  # weight of degree centrality
     beta: float = 0.5  # weight of query relevance
     font_px: float = 13.0  # label size the cost assumes

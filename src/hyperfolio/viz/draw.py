@@ -39,8 +39,12 @@ class Style:
     hyperedge_color: str = "#c55a11"
     region_alpha: float = 0.12
     legend_items: int = 14
+    legend: bool = True
     title: bool = True
     labels: bool = True
+    entity_marker: str = "o"  # matplotlib marker for entities
+    hyperedge_marker: str = "s"  # ... and for hyperedge nodes in induced views
+    line_width: float = 1.0  # scales region outlines and incidence lines
 
 
 def _label(text: str, limit: int) -> str:
@@ -132,7 +136,8 @@ def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) ->
             )
             # The tag goes on the outline's vertex farthest from the drawing's centre, away from other tags.
             spots = sorted(outline, key=lambda p: -((p[0] - center[0]) ** 2 + (p[1] - center[1]) ** 2))
-            spot = next((p for p in spots if all(abs(p[0] - t[0]) + abs(p[1] - t[1]) > 0.04 for t in tags)), spots[0])
+            taken = tags + [(x, y - 0.02) for x, y in placement.entities.values()]  # other tags, entity labels
+            spot = next((p for p in spots if all(abs(p[0] - t[0]) + abs(p[1] - t[1]) > 0.045 for t in taken)), spots[0])
             tags.append(spot)
             ax.text(
                 spot[0],
@@ -161,14 +166,14 @@ def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) ->
                         [hy, ey],
                         color=style.hyperedge_color,
                         linestyle="--",
-                        linewidth=0.7,
+                        linewidth=0.7 * style.line_width,
                         alpha=0.6,
                         zorder=1,
                     )
             ax.scatter(
                 [hx],
                 [hy],
-                marker="s",
+                marker=style.hyperedge_marker,
                 s=70,
                 facecolor="white",
                 edgecolor=style.hyperedge_color,
@@ -187,7 +192,16 @@ def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) ->
             )
     xs = [placement.entities[v][0] for v in by_vid]
     ys = [placement.entities[v][1] for v in by_vid]
-    ax.scatter(xs, ys, s=60, facecolor="white", edgecolor=style.entity_color, linewidth=1.5, zorder=3)
+    ax.scatter(
+        xs,
+        ys,
+        s=60,
+        marker=style.entity_marker,
+        facecolor="white",
+        edgecolor=style.entity_color,
+        linewidth=1.5,
+        zorder=3,
+    )
     if style.labels:
         for vid, entity in by_vid.items():
             x, y = placement.entities[vid]
@@ -239,14 +253,15 @@ def render(graph: VizGraph, layouts: list[str] | str, out: str | Path, style: St
     if target.suffix.lower() not in (".png", ".svg"):
         raise HyperfolioError(f"{target.name}: choose a .png or .svg file (or .html for the interactive view)")
     placements = [place(graph, name) for name in names]
-    legend_share = 0.22
+    legend_share = 0.22 if style.legend else 0.04
     fig = plt.figure(figsize=(style.width_px * len(names) / style.dpi, style.height_px / style.dpi), dpi=style.dpi)
     for i, placement in enumerate(placements):
         ax = fig.add_axes((i / len(names), legend_share, 1 / len(names), 1 - legend_share - 0.04))
         draw_panel(ax, graph, placement, style)
     if style.title and graph.title:
         fig.suptitle(_label(graph.title, 140), fontsize=style.font_size + 4)
-    _legend(fig, graph, style)
+    if style.legend:
+        _legend(fig, graph, style)
     target.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(target, dpi=style.dpi)
     plt.close(fig)
