@@ -21,7 +21,7 @@ import numpy as np
 from hyperfolio.lexicon import QUESTION_WORDS, STOPWORDS
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.protocols import Embedder
-from hyperfolio.phrases import sentences
+from hyperfolio.phrases import first_number, sentences
 
 INSUFFICIENT = "The indexed documents do not contain enough evidence to answer this question."
 
@@ -41,13 +41,7 @@ _NUMBER = re.compile(r"^[^\d-]*(-?\d[\d,]*(?:\.\d+)?)\s*%?[^\d]*$")
 
 def cell_number(cell: str) -> float | None:
     """The number in a table cell such as '1,850', '$12.5', '42%'; None if the cell is not numeric."""
-    match = _NUMBER.match(cell.strip())
-    if not match:
-        return None
-    try:
-        return float(match.group(1).replace(",", ""))
-    except ValueError:
-        return None
+    return first_number(cell) if _NUMBER.match(cell.strip()) else None
 
 
 class Answerer(Protocol):

@@ -16,10 +16,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from hyperfolio.collection import AddProgress, AddResult, Collection
-from hyperfolio.config import DEFAULT_COLLECTION, ConceptOptions, DualOptions, TopDownOptions, coerce_settings
+from hyperfolio.config import DEFAULT_COLLECTION
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.model import Answer, EvidencePackage
 from hyperfolio.render import answer_dict, evidence_dict
+from hyperfolio.retrieve.base import typed_knobs
 
 app = typer.Typer(
     help="Ask questions of complex documents, offline, with cited answers.",
@@ -58,7 +59,6 @@ def _knobs(pairs: list[str] | None, mode: str | None) -> dict[str, Any] | None:
     """KEY=VALUE pairs as typed options of the mode's settings section (unknown keys are an error)."""
     if not pairs:
         return None
-    section = {"dual": DualOptions, "topdown": TopDownOptions}.get(mode or "", ConceptOptions)
     values: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -66,14 +66,9 @@ def _knobs(pairs: list[str] | None, mode: str | None) -> dict[str, Any] | None:
             _fail(f"--set expects KEY=VALUE, not {pair!r}")
         values[key.strip()] = value.strip()
     try:
-        layout = {k: values.pop(k) for k in list(values) if k in ("by_modality", "k_text", "k_table", "k_image")}
-        chosen = coerce_settings(section, values) if values else None
-        typed_layout = coerce_settings(ConceptOptions, layout) if layout else None
+        return typed_knobs(mode or "", values)
     except ValueError as exc:
         _fail(str(exc))
-    typed = {key: getattr(chosen, key) for key in values} if chosen is not None else {}
-    typed.update({key: getattr(typed_layout, key) for key in layout} if typed_layout is not None else {})
-    return typed
 
 
 def _query(

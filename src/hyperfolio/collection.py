@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from hyperfolio.models.registry import ModelSet
 from hyperfolio.models.usage import read_usage
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
+from hyperfolio.retrieve.base import with_knobs
 from hyperfolio.retrieve.evidence import regroup
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.concept_tables import Decision
@@ -119,23 +120,6 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResul
             problems.append(AddResult(text, "failed", reason="no such file or folder"))
     unique = list(dict.fromkeys(p.resolve() for p in files))
     return unique, problems
-
-
-LAYOUT_KNOBS = frozenset({"by_modality", "k_text", "k_table", "k_image"})  # the shared modality layout
-KNOB_SECTIONS = ("dual", "concept", "topdown")  # modes with their own settings section
-
-
-def with_knobs(context: RetrievalContext, mode: str, options: dict[str, Any]) -> RetrievalContext:
-    """The context with per-call knobs: the mode's own section, and the modality layout (kept in the
-    concept section) for modes that do not have it themselves."""
-    own = mode if mode in KNOB_SECTIONS else "concept"
-    layout = {k: v for k, v in options.items() if k in LAYOUT_KNOBS and own != "concept"}
-    rest = {k: v for k, v in options.items() if k not in layout}
-    if layout:
-        context = replace(context, concept=replace(context.concept, **layout))
-    if rest:
-        context = replace(context, **{own: replace(getattr(context, own), **rest)})
-    return context
 
 
 class Collection:

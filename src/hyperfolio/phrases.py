@@ -115,6 +115,20 @@ def find_phrases(text: str, known_names: set[str] | frozenset[str] = frozenset()
     return sorted(found.values(), key=lambda p: p.start)
 
 
+_FIRST_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def first_number(text: str) -> float | None:
+    """The first number in a text ("412,000 TEU" -> 412000.0), thousands separators dropped."""
+    match = _FIRST_NUMBER.search(text)
+    if not match:
+        return None
+    try:
+        return float(match.group(0).replace(",", ""))
+    except ValueError:
+        return None
+
+
 def content_words(text: str) -> list[str]:
     """Lower-cased content words (no stop words), for key phrases and theme keywords."""
     return [w.lower() for w in _TOKEN.findall(text) if w.lower() not in STOPWORDS and w.lower() not in _WEAK_CAPITALS]

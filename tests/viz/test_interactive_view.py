@@ -32,7 +32,8 @@ def test_page_loads_offline_and_a_click_expands_an_entity(tmp_path, browser):
     page_file = write_html(full, shown, tmp_path / "graph.html")
     assert "cdn" not in page_file.read_text().lower().split("<script>", 1)[0]  # nothing fetched from outside
 
-    context = browser.new_context(offline=True, viewport={"width": 1200, "height": 800})
+    # bypass_csp: the page forbids eval, which Playwright's polling waits need; networking stays off.
+    context = browser.new_context(offline=True, bypass_csp=True, viewport={"width": 1200, "height": 800})
     remote: list[str] = []
     context.on("request", lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
     page = context.new_page()

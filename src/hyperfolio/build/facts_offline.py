@@ -30,7 +30,6 @@ _PREPOSITIONS = {"of", "in", "on", "at", "to", "from", "by", "for", "with", "int
 # Tokens that look like a relation but are citation or layout residue ("Jiang et al. 2021", "p. 318").
 _NOT_RELATIONS = {"et", "al", "pp", "fig", "see", "vs", "ibid", "cf", "eg", "ie"}
 _WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|[-'])*")
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 
 # Units that name a concept on their own; other trailing words of a quantity name it too ("TEU").
@@ -107,17 +106,6 @@ def column_relation(header: str) -> str:
 
 def years_in(text: str) -> set[str]:
     return set(_YEAR.findall(text))
-
-
-def number_of(text: str) -> float | None:
-    """The numeric value of a quantity ("412,000 TEU" -> 412000.0), or None for a non-number."""
-    match = _NUMBER.search(text)
-    if not match:
-        return None
-    try:
-        return float(match.group(0).replace(",", ""))
-    except ValueError:
-        return None
 
 
 def singular(word: str) -> str:

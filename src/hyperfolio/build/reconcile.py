@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hyperfolio.build.extract import FACT
-from hyperfolio.build.facts_offline import number_of, years_in
+from hyperfolio.build.facts_offline import years_in
 from hyperfolio.build.merge import MergedGraph
-from hyperfolio.phrases import content_words, normalize_name
+from hyperfolio.phrases import content_words, first_number, normalize_name
 from hyperfolio.store.concept_tables import RECONCILE_COUNTS, Decision
 from hyperfolio.store.sqlite import SQLiteStore
 
@@ -63,7 +63,7 @@ class Fact:
 
     @property
     def value(self) -> float | None:
-        return number_of(self.tail_name) if re.search(r"\d", self.tail_name) else None
+        return first_number(self.tail_name) if re.search(r"\d", self.tail_name) else None
 
 
 def _chunk_position(chunk_id: str) -> tuple[int, int]:

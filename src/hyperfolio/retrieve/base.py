@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
-from hyperfolio.config import ConceptOptions, DualOptions, TopDownOptions
+from hyperfolio.config import ConceptOptions, DualOptions, TopDownOptions, coerce_settings
 from hyperfolio.model import EvidencePackage
 from hyperfolio.models.protocols import Embedder, StructuredChatModel
 from hyperfolio.store.base import Store
@@ -39,3 +39,35 @@ class Strategy(Protocol):
     name: str
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage: ...
+
+
+# Per-call knobs: each mode with a settings section takes its own; the modality layout (kept in the
+# concept section) serves every mode.
+KNOB_SECTIONS: dict[str, type] = {"dual": DualOptions, "concept": ConceptOptions, "topdown": TopDownOptions}
+LAYOUT_KNOBS = frozenset({"by_modality", "k_text", "k_table", "k_image"})
+
+
+def split_knobs(mode: str, options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Knobs by the settings section they belong to."""
+    own = mode if mode in KNOB_SECTIONS else "concept"
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in options.items():
+        section = "concept" if key in LAYOUT_KNOBS else own
+        out.setdefault(section, {})[key] = value
+    return out
+
+
+def with_knobs(context: RetrievalContext, mode: str, options: dict[str, Any]) -> RetrievalContext:
+    """The context with per-call knobs applied to their sections."""
+    for section, values in split_knobs(mode, options).items():
+        context = replace(context, **{section: replace(getattr(context, section), **values)})
+    return context
+
+
+def typed_knobs(mode: str, values: dict[str, Any]) -> dict[str, Any]:
+    """Loosely typed knobs (strings from a command line) as the types of their settings fields."""
+    typed: dict[str, Any] = {}
+    for section, raw in split_knobs(mode, values).items():
+        chosen = coerce_settings(KNOB_SECTIONS[section], raw)  # unknown keys: ValueError
+        typed.update({key: getattr(chosen, key) for key in raw})
+    return typed

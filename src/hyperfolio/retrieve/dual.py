@@ -44,6 +44,36 @@ def decompose(question: str, max_keywords: int = 8) -> Keywords:
     return Keywords(low[:max_keywords], high[:max_keywords])
 
 
+def question_keywords(question: str, ctx: RetrievalContext) -> Keywords:
+    """K_low and K_high: from the keywords model when one is configured, offline otherwise."""
+    if ctx.keyword_model is not None:
+        from hyperfolio.retrieve.keywords_llm import llm_decompose  # it builds on this module's Keywords
+
+        return llm_decompose(ctx.keyword_model, question, ctx.dual.max_keywords)
+    return decompose(question, ctx.dual.max_keywords)
+
+
+def keyword_entities(
+    keywords: list[str], ctx: RetrievalContext, doc_ids, per_keyword: int
+) -> dict[str, tuple[float, str]]:
+    """Vertices the entity keywords match: similarity >= gamma, or the same canonical name (1.0);
+    entity -> (best score, the keyword that gave it)."""
+    found: dict[str, tuple[float, str]] = {}
+    if not keywords:
+        return found
+    embedder = ctx.graph_embedder or ctx.embedder
+    exact = ctx.store.entities_by_norm_name([normalize_name(k) for k in keywords])
+    for keyword, vector in zip(keywords, embedder.embed(keywords), strict=True):
+        hits = ctx.store.vector_search(ENTITY_SPACE, vector, per_keyword, doc_ids)
+        matched = {item_of(i): s for i, s in hits if s >= ctx.dual.entity_threshold}
+        if normalize_name(keyword) in exact:
+            matched[exact[normalize_name(keyword)]] = 1.0
+        for entity, score in matched.items():
+            if score > found.get(entity, (0.0, ""))[0]:
+                found[entity] = (score, keyword)
+    return found
+
+
 # The entity hypergraph's own levels; chunk themes are the top layer, searched by `topdown` only.
 ENTITY_LEVELS = ["low", "high", "refine", "fact"]
 
@@ -56,12 +86,7 @@ class DualStrategy:
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
         options = ctx.dual
-        if ctx.keyword_model is not None:
-            from hyperfolio.retrieve.keywords_llm import llm_decompose  # it builds on this module's Keywords
-
-            keywords = llm_decompose(ctx.keyword_model, query.text, options.max_keywords)
-        else:
-            keywords = decompose(query.text, options.max_keywords)
+        keywords = question_keywords(query.text, ctx)
         embedder = ctx.graph_embedder or ctx.embedder
         store = ctx.store
         entity_score: dict[str, float] = {}
@@ -70,17 +95,10 @@ class DualStrategy:
         edge_via: dict[str, str] = {}
 
         # Path I: entity keywords -> vertices -> incident hyperedges.
-        if keywords.low:
-            vectors = embedder.embed(keywords.low)
-            exact = store.entities_by_norm_name([normalize_name(k) for k in keywords.low])
-            for keyword, vector in zip(keywords.low, vectors, strict=True):
-                hits = store.vector_search(ENTITY_SPACE, vector, options.entities_per_keyword, query.doc_ids)
-                matched = {item_of(i): s for i, s in hits if s >= options.entity_threshold}
-                if normalize_name(keyword) in exact:
-                    matched[exact[normalize_name(keyword)]] = 1.0
-                for entity, score in matched.items():
-                    if score > entity_score.get(entity, 0.0):
-                        entity_score[entity], entity_via[entity] = score, keyword
+        for entity, (score, keyword) in keyword_entities(
+            keywords.low, ctx, query.doc_ids, options.entities_per_keyword
+        ).items():
+            entity_score[entity], entity_via[entity] = score, keyword
         if entity_score:
             incident = store.incident_edges(list(entity_score), levels=ENTITY_LEVELS)
             for entity, edges in incident.items():

@@ -22,12 +22,11 @@ from pydantic import BaseModel, Field
 from hyperfolio.model import EntityHit, EvidencePackage, HyperedgeHit
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.openai_compat import system_message, user_message
-from hyperfolio.phrases import normalize_name
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.dual import decompose
+from hyperfolio.retrieve.dual import keyword_entities, question_keywords
 from hyperfolio.retrieve.evidence import package
 from hyperfolio.retrieve.flat import bm25_ranking, dense_ranking, reciprocal_rank_fusion
-from hyperfolio.store.base import ENTITY_SPACE, THEME_SPACE, item_of
+from hyperfolio.store.base import THEME_SPACE, item_of
 
 BOTTOM_LEVELS = ["low", "high", "refine"]
 
@@ -37,12 +36,7 @@ class TopDownStrategy:
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
         o = ctx.topdown
-        if ctx.keyword_model is not None:
-            from hyperfolio.retrieve.keywords_llm import llm_decompose
-
-            keywords = llm_decompose(ctx.keyword_model, query.text, ctx.dual.max_keywords)
-        else:
-            keywords = decompose(query.text, ctx.dual.max_keywords)
+        keywords = question_keywords(query.text, ctx)
         embedder = ctx.graph_embedder or ctx.embedder
         store, docs = ctx.store, (list(query.doc_ids) if query.doc_ids else None)
 
@@ -64,14 +58,8 @@ class TopDownStrategy:
             located = locate_with_vision(ctx, query.text, themes)
             for entity in located:
                 entity_score[entity] = max(entity_score[entity], 1.0)
-        if keywords.low:
-            exact = store.entities_by_norm_name([normalize_name(k) for k in keywords.low])
-            for keyword, vector in zip(keywords.low, embedder.embed(keywords.low), strict=True):
-                for item, score in store.vector_search(ENTITY_SPACE, vector, o.entities_per_keyword, docs):
-                    if score >= ctx.dual.entity_threshold:
-                        entity_score[item_of(item)] = max(entity_score[item_of(item)], score)
-                if normalize_name(keyword) in exact:
-                    entity_score[exact[normalize_name(keyword)]] = 1.0
+        for entity, (score, _) in keyword_entities(keywords.low, ctx, docs, o.entities_per_keyword).items():
+            entity_score[entity] = max(entity_score[entity], score)
 
         # Bottom layer: the located entities' neighbourhood hyperedges, scored by who they join.
         edge_score: dict[str, float] = defaultdict(float)
@@ -122,6 +110,12 @@ class TopDownStrategy:
         return evidence
 
 
+def picture_path(kind: str, question: str) -> Path:
+    """Where a query's picture goes: one file per kind and question, overwritten by a repeat."""
+    digest = hashlib.sha1(question.encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "hyperfolio-topdown" / f"{kind}-{digest}.png"
+
+
 class LocateReply(BaseModel):
     entities: list[str] = Field(default_factory=list, description="ids such as E3, most relevant first")
 
@@ -141,9 +135,7 @@ def locate_with_vision(ctx: RetrievalContext, question: str, themes: list) -> li
     if not graph.entities:
         return []
     prune(graph, question, Budget(width=1000, height=750))
-    digest = hashlib.sha1(question.encode()).hexdigest()[:12]
-    target = Path(tempfile.gettempdir()) / "hyperfolio-topdown" / f"top-layer-{digest}.png"
-    picture = render(graph, ctx.topdown.layouts.split(","), target).read_bytes()
+    picture = render(graph, ctx.topdown.layouts.split(","), picture_path("top-layer", question)).read_bytes()
     listing = "\n".join(f"{h.vid}: {h.description}" for h in graph.edges.values())
     messages = [
         system_message(LOCATE_PROMPT),
@@ -165,7 +157,5 @@ def render_bottom_layer(ctx: RetrievalContext, evidence: EvidencePackage) -> dic
     started = time.perf_counter()
     graph = evidence_graph(ctx.store, evidence)
     prune(graph, evidence.question)
-    digest = hashlib.sha1(evidence.question.encode()).hexdigest()[:12]
-    target = Path(tempfile.gettempdir()) / "hyperfolio-topdown" / f"bottom-layer-{digest}.png"
-    render(graph, list(ctx.topdown.layouts.split(",")), target)
+    target = render(graph, ctx.topdown.layouts.split(","), picture_path("bottom-layer", evidence.question))
     return {"picture": str(target), "render_seconds": time.perf_counter() - started}

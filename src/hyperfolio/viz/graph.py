@@ -135,11 +135,5 @@ def evidence_graph(store: SQLiteStore, evidence: EvidencePackage) -> VizGraph:
     """The structure behind one answer: the package's hyperedges, else those evidenced in its chunks."""
     edge_ids = [hit.hyperedge.edge_id for hit in evidence.hyperedges]
     if not edge_ids:
-        chunks = {item.chunk.chunk_id for item in evidence.items}
-        docs = {item.chunk.doc_id for item in evidence.items}
-        for doc in docs:
-            for edge in store.document_hyperedges(doc):
-                edge_ids.append(edge)
-        prov = store.provenance("hyperedge", edge_ids)
-        edge_ids = [e for e in edge_ids if any(c in chunks for c, _, _ in prov.get(e, []))]
+        edge_ids = [e for item in evidence.items for e in store.chunk_hyperedges(item.chunk.chunk_id)]
     return from_store(store, edge_ids, f"evidence: {evidence.question}")
