@@ -68,6 +68,6 @@ def write_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def pdf_writer():
     return write_pdf

@@ -158,6 +158,62 @@ def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
     return Passage(text, item, "derived")
 
 
+def header_paths(table: list[list[str]], header_rows: int) -> list[list[str]]:
+    """Each column's header path, top to bottom: a spanning cell left empty to its right (a merged
+    cell) is carried over, so 'Q1 2023' over 'Organic' and 'Reported' names both."""
+    width = max((len(r) for r in table), default=0)
+    paths: list[list[str]] = [[] for _ in range(width)]
+    for r in range(header_rows):
+        row = [c.strip() for c in table[r]] + [""] * (width - len(table[r]))
+        carried = ""
+        for col, cell in enumerate(row):
+            upper = r < header_rows - 1  # only upper rows span; the last row names each column itself
+            carried = cell or (carried if upper else "")
+            if carried and (not paths[col] or paths[col][-1] != carried):
+                paths[col].append(carried)
+    return paths
+
+
+def table_cell(question: str, item: EvidenceItem) -> Passage | None:
+    """Answer 'the Y of X' from the cell at X's row and Y's column, naming the row key and the whole
+    header path, instead of quoting a row (or the table's total)."""
+    chunk = item.chunk
+    if chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
+        return None
+    q_terms = set(terms(question))
+    header_rows = chunk.table_header_rows
+    paths = header_paths(chunk.table, header_rows)
+    body = [[c.strip() for c in row] for row in chunk.table[header_rows:]]
+    best: tuple[float, int, int] | None = None
+    for r, row in enumerate(body):
+        key_col = next((c for c, cell in enumerate(row) if cell and cell_number(cell) is None), None)
+        if key_col is None:
+            continue
+        key_terms = set(terms(row[key_col]))
+        row_match = len(q_terms & key_terms) / len(key_terms) if key_terms else 0.0
+        if row_match == 0:
+            continue
+        for col, cell in enumerate(row):
+            if col == key_col or not cell or col >= len(paths):
+                continue
+            col_terms = set(terms(" ".join(paths[col])))
+            col_match = len(q_terms & col_terms) / len(col_terms) if col_terms else 0.0
+            if col_match == 0:
+                continue
+            score = row_match + col_match
+            if best is None or score > best[0]:
+                best = (score, r, col)
+    if best is None:
+        return None
+    _, r, col = best
+    row = body[r]
+    key = next(cell for cell in row if cell and cell_number(cell) is None)
+    text = f"{key}, {' > '.join(paths[col])}: {row[col]}"
+    if chunk.caption:
+        text += f" ({chunk.caption})"
+    return Passage(text, item, "derived")
+
+
 class ExtractiveAnswerer:
     """Offline answerer: picks the best passages of the evidence and cites them."""
 
@@ -203,6 +259,8 @@ class ExtractiveAnswerer:
         candidates = [p for item in evidence.items for p in passages(item)][: self.max_candidates]
         candidates = [p for p in candidates if not disputed(p, evidence)]
         derived = [p for item in evidence.items if (p := table_extreme(question, item)) is not None]
+        if not derived:  # a superlative ranks rows; otherwise a row and a column name one cell
+            derived = [p for item in evidence.items if (p := table_cell(question, item)) is not None]
         candidates = derived + candidates
         if not candidates:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)

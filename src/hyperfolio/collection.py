@@ -43,6 +43,9 @@ from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.retrieve.base import with_knobs
 from hyperfolio.retrieve.evidence import regroup
+from hyperfolio.retrieve.features import Candidates, candidate_features
+from hyperfolio.retrieve.keywords import Decomposer, OfflineDecomposer
+from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.concept_tables import Decision
 from hyperfolio.store.sqlite import SQLiteStore
@@ -144,6 +147,7 @@ class Collection:
         self._graph_embedder: Embedder | None = None
         self._answerer = answerer
         self._models: ModelSet | None = None
+        self._ranker: RankerSet | None = None
         self.last_graph_report: GraphReport | None = None
         # One writer at a time per collection object: add and remove check, then write.
         self._lock = threading.RLock()
@@ -277,6 +281,23 @@ class Collection:
                 extractive if chat is None else LLMAnswerer(chat, extractive, vision=self.models.get("vision"))
             )
         return self._answerer
+
+    @property
+    def ranker(self) -> RankerSet:
+        """The learned rankers of `auto`: this collection's own (`hyperfolio tune`), else the packaged ones."""
+        if self._ranker is None:
+            self._ranker = load_ranker(self.path)
+        return self._ranker
+
+    def use_ranker(self, ranker: RankerSet | None, save: bool = False) -> None:
+        """Rank `auto` with these weights from now on (None: back to the default); `save` keeps them
+        in the collection directory."""
+        self._ranker = ranker
+        target = self.path / COLLECTION_FILE
+        if save and ranker is not None:
+            ranker.save(target)
+        elif save and target.exists():
+            target.unlink()
 
     # ------------------------------------------------------------------ documents
     def documents(self) -> list[DocumentInfo]:
@@ -484,6 +505,14 @@ class Collection:
         return info
 
     # ------------------------------------------------------------------ questions
+    def _decomposer(self) -> Decomposer:
+        chat = self.models.get("keywords")
+        if chat is None:
+            return OfflineDecomposer()
+        from hyperfolio.retrieve.keywords_llm import LLMDecomposer
+
+        return LLMDecomposer(chat)
+
     def _context(self) -> RetrievalContext:
         titles = self.store.titles()
         return RetrievalContext(
@@ -495,7 +524,7 @@ class Collection:
             dual=self.settings.dual,
             concept=self.settings.concept,
             topdown=self.settings.topdown,
-            keyword_model=self.models.get("keywords"),
+            decomposer=self._decomposer(),
             vision_model=self.models.get("vision"),
         )
 
@@ -532,6 +561,8 @@ class Collection:
         query = Query(text=question, k=k or self.settings.top_k, doc_ids=self._scope(doc))
         started = time.perf_counter()
         context = self._context()
+        if strategy.name == "auto":
+            context.ranker = self.ranker
         if options:
             context = with_knobs(context, strategy.name, options)
         evidence = strategy.retrieve(query, context)
@@ -545,6 +576,16 @@ class Collection:
             ]
         evidence.meta["seconds"] = time.perf_counter() - started
         return evidence
+
+    def candidates(
+        self, question: str, doc: str | Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> Candidates:
+        """The candidate chunks `auto` ranks, with their feature rows (for fitting and inspecting the ranker);
+        `exclude` leaves feature groups and the candidates only they find out."""
+        if not question.strip():
+            raise HyperfolioError("the question is empty")
+        query = Query(text=question, k=self.settings.top_k, doc_ids=self._scope(doc))
+        return candidate_features(query, self._context(), exclude)
 
     def ask(
         self,

@@ -133,7 +133,7 @@ class Settings:
     models: ModelOptions = field(default_factory=ModelOptions)
     embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2) or "model2vec" (distilled from it)
     embed_batch: int = 64
-    default_mode: str = "hybrid"
+    default_mode: str = "auto"  # the learned ranking over every other source (retrieve/auto.py)
     top_k: int = 10
     rrf_k: int = 60
     answer_sentences: int = 2  # passages the extractive answerer joins into an answer

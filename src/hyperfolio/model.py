@@ -143,13 +143,15 @@ class Citation:
     section_path: list[str]
     chunk_id: str
     modality: Modality
+    page_label: str = ""  # the printed page number where it differs from the PDF's ("5" on PDF page 8)
 
     def label(self) -> str:
         region = ""
         if self.bbox:
             x0, y0, x1, y1 = self.bbox
             region = f" @({x0:.0f},{y0:.0f},{x1:.0f},{y1:.0f})"
-        return f"{self.title} p.{self.page}{region}"
+        printed = f" (printed {self.page_label})" if self.page_label else ""
+        return f"{self.title} p.{self.page}{printed}{region}"
 
 
 @dataclass
@@ -162,6 +164,16 @@ class EvidenceItem:
 
 
 @dataclass
+class PageScore:
+    """A page's place in a page-level ranking: its score comes from its chunks'."""
+
+    doc_id: str
+    page: int
+    score: float
+    chunk_ids: list[str] = field(default_factory=list)  # its ranked chunks, best first
+
+
+@dataclass
 class EvidencePackage:
     question: str
     strategy: str
@@ -169,6 +181,7 @@ class EvidencePackage:
     meta: dict[str, Any] = field(default_factory=dict)
     entities: list[EntityHit] = field(default_factory=list)  # graph strategies only
     hyperedges: list[HyperedgeHit] = field(default_factory=list)
+    ranked_pages: list[PageScore] = field(default_factory=list)  # strategies that score pages (auto)
 
     def by_modality(self) -> dict[str, list[EvidenceItem]]:
         groups: dict[str, list[EvidenceItem]] = {}
@@ -184,6 +197,12 @@ class EvidencePackage:
             if key not in seen:
                 seen.append(key)
         return seen
+
+    def page_ranking(self, k: int | None = None) -> list[tuple[str, int]]:
+        """The first k distinct pages: the strategy's own page ranking, else pages in item order."""
+        if self.ranked_pages:
+            return [(p.doc_id, p.page) for p in self.ranked_pages[:k]]
+        return self.pages()[:k]
 
 
 @dataclass

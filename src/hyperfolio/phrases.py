@@ -129,6 +129,27 @@ def first_number(text: str) -> float | None:
         return None
 
 
+# Names that say little about which passage answers, whatever the document: legal-form suffixes,
+# calendar words and bare units. Years and bare numbers are recognised by shape.
+_GENERIC_NAMES = frozenset(
+    """inc inc. ltd ltd. llc corp corp. co co. plc ag sa gmbh nv bv lp llp group company companies
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec q1 q2 q3 q4 h1 h2 fy
+    monday tuesday wednesday thursday friday saturday sunday
+    % percent per cent million billion thousand usd eur gbp mw gw kw kg km mm cm""".split()
+)
+_NUMBERISH = re.compile(r"^[$€£¥]?\s?[\d.,]+\s?(?:%|[a-z]{0,3})?$", re.IGNORECASE)
+
+
+def generic_name(name: str) -> bool:
+    """Whether an entity name is generic by its form: a year, a bare number or quantity, a legal-form
+    suffix, a month or weekday, a unit. Such entities join many hyperedges and explain little."""
+    text = name.strip().lower()
+    if not text:
+        return True
+    return bool(_YEAR.fullmatch(text) or _NUMBERISH.fullmatch(text)) or text in _GENERIC_NAMES
+
+
 def content_words(text: str) -> list[str]:
     """Lower-cased content words (no stop words), for key phrases and theme keywords."""
     return [w.lower() for w in _TOKEN.findall(text) if w.lower() not in STOPWORDS and w.lower() not in _WEAK_CAPITALS]

@@ -22,7 +22,7 @@ from hyperfolio.model import Chunk, Citation, Entity, EvidenceItem, EvidencePack
 from hyperfolio.models.openai_compat import OpenAICompatClient
 from hyperfolio.models.usage import UsageMeter, read_usage
 from hyperfolio.parse import parse_file
-from hyperfolio.retrieve.dual import decompose
+from hyperfolio.retrieve.keywords import decompose
 from hyperfolio.retrieve.keywords_llm import llm_decompose
 
 DOC = (

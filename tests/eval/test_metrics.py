@@ -32,14 +32,18 @@ def test_answer_variants_for_numbers() -> None:
     assert m.answer_variants("Berlin") == ["berlin"]
 
 
-def test_page_recall_counts_distinct_pages_of_top_k() -> None:
-    items = [item(3, rank=1), item(3, rank=2), item(7, rank=3), item(5, rank=4)]
-    assert m.page_recall(items, [3, 5], 1) == 0.5
-    assert m.page_recall(items, [3, 5], 3) == 0.5
-    assert m.page_recall(items, [3, 5], 4) == 1.0
-    assert m.page_recall(items, [], 4) is None
-    assert m.page_recall([], [1], 10) == 0.0
-    assert m.page_recall(items, [3, 5], 4, doc_id="other") == 0.0
+def test_page_recall_reads_the_first_k_distinct_pages_of_a_ranking() -> None:
+    from hyperfolio.model import EvidencePackage
+
+    evidence = EvidencePackage("q", "test", [item(3, rank=1), item(3, rank=2), item(7, rank=3), item(5, rank=4)])
+    doc = evidence.items[0].chunk.doc_id
+    assert evidence.page_ranking(2) == [(doc, 3), (doc, 7)]  # chunk 2 is on a page already counted
+    assert m.ranked_page_recall(evidence.page_ranking(1), [3, 5]) == 0.5
+    assert m.ranked_page_recall(evidence.page_ranking(2), [3, 5]) == 0.5
+    assert m.ranked_page_recall(evidence.page_ranking(3), [3, 5]) == 1.0
+    assert m.ranked_page_recall(evidence.page_ranking(3), []) is None
+    assert m.ranked_page_recall([], [1]) == 0.0
+    assert m.ranked_page_recall(evidence.page_ranking(3), [3, 5], doc_id="other") == 0.0
 
 
 def test_answer_recall_token_boundaries_and_numbers() -> None:

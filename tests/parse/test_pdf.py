@@ -284,3 +284,23 @@ def test_pdf_truncated_near_the_end_is_reported_as_truncated(tmp_path: Path) -> 
     path = tmp_path / "cut.pdf"
     path.write_bytes(data[: int(len(data) * 0.99)])
     _assert_parse_error(path, "not a valid PDF: the file is truncated or damaged")
+
+
+def test_printed_page_labels_reach_the_citation(tmp_path: Path) -> None:
+    from hyperfolio.retrieve.evidence import cite
+
+    doc = pymupdf.open()
+    for text in ("Cover", "Contents", "Chapter one: the harbour opened in 1901.", "Chapter two"):
+        doc.new_page().insert_text((72, 72), text)
+    doc.set_page_labels(
+        [{"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 1},  # i, ii
+         {"startpage": 2, "prefix": "", "style": "D", "firstpagenum": 1}]  # 1, 2
+    )  # fmt: skip
+    doc.save(tmp_path / "labelled.pdf")
+    parsed = parse_file(tmp_path / "labelled.pdf")
+    labels = [{c.meta.get("page_label") for c in p.chunks} for p in parsed.pages]
+    assert labels == [{"i"}, {"ii"}, {"1"}, {"2"}]
+    chunk = parsed.pages[2].chunks[0]
+    citation = cite(chunk, {chunk.doc_id: "Harbour"})
+    assert citation.page == 3 and citation.page_label == "1"
+    assert "p.3 (printed 1)" in citation.label()

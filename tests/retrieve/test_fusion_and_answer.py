@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hyperfolio.answer import ExtractiveAnswerer, passages, terms
+from hyperfolio.answer import ExtractiveAnswerer, header_paths, passages, table_cell, terms
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
-from hyperfolio.retrieve.flat import reciprocal_rank_fusion
+from hyperfolio.retrieve.rankings import reciprocal_rank_fusion
 
 
 def item(chunk: Chunk, rank: int) -> EvidenceItem:
@@ -55,7 +55,7 @@ def test_answerer_picks_the_row_that_answers(embedder):
     package = EvidencePackage("What is the capacity of the South region?", "test", [item(prose, 1), item(table, 2)])
     answer = ExtractiveAnswerer(embedder).answer(package.question, package)
     assert answer.sufficient
-    assert answer.support[0] == "Region: South; Capacity (MW): 310"
+    assert answer.support[0] == "South, Capacity (MW): 310 (Table 2: Capacity by region)"  # the cell, not a row
     assert answer.citations[0].page == 3
 
 
@@ -67,3 +67,35 @@ def test_headerless_table_rows_are_not_keyed_by_the_first_row():
     chunk = Chunk(page=1, order=0, modality="table", text="...", table=[["North", "420"], ["South", "310"]])
     texts = [p.text for p in passages(item(chunk, 1))]
     assert texts == ["North | 420", "South | 310"]
+
+
+QUARTERS = [
+    ["", "Q1 2023", "", "Q1 2022", ""],
+    ["Division", "Organic", "Reported", "Organic", "Reported"],
+    ["Latin America", "12%", "10%", "8%", "7%"],
+    ["Europe", "5%", "3%", "4%", "2%"],
+    ["Total", "9%", "8%", "6%", "5%"],
+]
+
+
+def test_spanning_header_cells_name_every_column_below_them():
+    assert header_paths(QUARTERS, 2) == [
+        ["Division"],
+        ["Q1 2023", "Organic"],
+        ["Q1 2023", "Reported"],
+        ["Q1 2022", "Organic"],
+        ["Q1 2022", "Reported"],
+    ]
+
+
+def test_a_row_and_a_column_in_the_question_name_one_cell(embedder):
+    table = Chunk(page=4, order=0, modality="table", text="...", table=QUARTERS, table_header_rows=2)
+    cell = table_cell("What was the organic growth of Latin America in Q1 2023?", item(table, 1))
+    assert cell is not None and cell.text == "Latin America, Q1 2023 > Organic: 12%"
+    assert table_cell("What was the reported growth in Europe in Q1 2022?", item(table, 1)).text.endswith(": 2%")
+    assert table_cell("Who founded the company?", item(table, 1)) is None  # no row, no column named
+    prose = Chunk(page=1, order=0, modality="text", text="Total organic growth reached 9% in Q1 2023.")
+    question = "What was the organic growth of Latin America in Q1 2023?"
+    package = EvidencePackage(question, "test", [item(prose, 1), item(table, 2)])
+    answer = ExtractiveAnswerer(embedder).answer(question, package)
+    assert answer.support[0] == "Latin America, Q1 2023 > Organic: 12%" and answer.citations[0].page == 4

@@ -55,6 +55,7 @@ def test_page_loads_offline_and_a_click_expands_an_entity(tmp_path, browser):
     after = page.evaluate("window.hyperfolio.nodes.length")
     assert after == len(full.entities) + len(full.edges)
     assert "Osprey Shipping Company" in page.inner_text("#details")
+    page.wait_for_timeout(800)  # the expanded graph settles: a node still moving can miss the click
 
     # Click a hyperedge: its members, description and sources appear in the side panel.
     point = page.evaluate(

@@ -16,9 +16,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from hyperfolio.collection import RETRIEVAL_MODES as STRATEGIES
 from hyperfolio.collection import AddResult
-from hyperfolio.config import Settings
+from hyperfolio.config import DEFAULT_COLLECTION, Settings
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval.datasets import DatasetMissing, dataset_label, load_dataset
+from hyperfolio.eval.ranker_training import AUTO_VARIANTS
 from hyperfolio.eval.report import markdown, write_report
 from hyperfolio.eval.runner import ABLATIONS, EvalProgress, EvalResult, run_eval
 
@@ -74,6 +75,7 @@ def evaluate(
     limit: int | None,
     embedder: str,
     answers: bool,
+    folds: int = 5,
 ) -> EvalResult:
     """Load, run and report one dataset; the reusable core of the command."""
     label = dataset_label(spec)
@@ -95,6 +97,7 @@ def evaluate(
             embedder=embedder,
             answers=answers,
             progress=RichEvalProgress(bar),
+            folds=folds,
         )
     md_path, json_path = write_report(result, out, label)
     console.print(Markdown(markdown(result)))
@@ -120,14 +123,20 @@ def eval_command(
     answers: Annotated[
         bool, typer.Option("--answers", help="Also answer each question and score EM / F1 / inclusion.")
     ] = False,
+    folds: Annotated[
+        int,
+        typer.Option(
+            "--folds", help="auto*: cross-validation folds, whole documents held out (0: the shipped ranker as is)."
+        ),
+    ] = 5,
 ) -> None:
     """Measure evidence recall of each retrieval strategy on benchmark questions."""
     chosen = [s.strip() for s in strategies.split(",") if s.strip()]
-    unknown = [s for s in chosen if s not in STRATEGIES and s not in ABLATIONS]
+    unknown = [s for s in chosen if s not in STRATEGIES and s not in ABLATIONS and s not in AUTO_VARIANTS]
     if not chosen or unknown:
         errors.print(
             f"[red]error:[/red] unknown strategy {', '.join(unknown) or '(none)'}; "
-            f"choose from {', '.join([*STRATEGIES, *ABLATIONS])}"
+            f"choose from {', '.join(dict.fromkeys([*STRATEGIES, *ABLATIONS, *AUTO_VARIANTS]))}"
         )
         raise typer.Exit(2)
     specs = list(dataset or DEFAULT_DATASETS)
@@ -138,7 +147,7 @@ def eval_command(
     failed = False
     for spec in specs:
         try:
-            evaluate(spec, chosen, out, collection, limit, embedder_name, answers)
+            evaluate(spec, chosen, out, collection, limit, embedder_name, answers, folds)
         except DatasetMissing as exc:
             errors.print(f"[yellow]skipped {spec}:[/yellow] {exc}")
         except (HyperfolioError, ValueError) as exc:
@@ -197,3 +206,37 @@ def judge_command(
     stem.with_suffix(".json").write_text(report.to_json())
     console.print(Markdown(report.markdown()))
     console.print(f"wrote {stem.with_suffix('.md')} and {stem.with_suffix('.json')}")
+
+
+def tune_command(
+    questions: Annotated[
+        Path, typer.Option("--questions", help="JSONL: question, doc, evidence_pages or evidence_paragraphs.")
+    ],
+    collection: Annotated[
+        Path, typer.Option("--collection", "-c", envvar="HYPERFOLIO_COLLECTION", help="Collection directory.")
+    ] = DEFAULT_COLLECTION,
+    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds, whole documents held out.")] = 5,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; keep the ranker in use.")] = False,
+) -> None:
+    """Fit the `auto` ranker to your own labelled questions and keep it in the collection."""
+    from hyperfolio.collection import Collection
+    from hyperfolio.eval.tune import load_labelled, tune
+
+    directory = collection or Settings.load().collection
+    try:
+        labelled = load_labelled(questions)
+        with Collection(directory) as col, console.status(f"gathering candidates for {len(labelled)} questions"):
+            report = tune(col, labelled, folds=folds, save=not dry_run)
+    except (HyperfolioError, ValueError) as exc:
+        errors.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    console.print(
+        f"{report.questions} questions over {report.documents} documents, recall of evidence {report.evidence}:"
+    )
+    console.print(Markdown(report.table()))
+    if report.held_out is None:
+        console.print("[yellow]one document only: no held-out figure; the fitted figure flatters[/yellow]")
+    for layout, ranker in sorted(report.ranker.rankers.items()):
+        top = sorted(ranker.weights().items(), key=lambda kv: -abs(kv[1]))[:6]
+        console.print(f"{layout} documents, strongest features: " + ", ".join(f"{n} {w:+.2f}" for n, w in top))
+    console.print("kept the ranker in use (dry run)" if dry_run else f"saved the ranker in {directory}")

@@ -15,8 +15,6 @@ import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from hyperfolio.model import EvidenceItem
-
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—", "…", "•"}
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -79,19 +77,17 @@ def contains(haystack_normalised: str, needle_normalised: str) -> bool:
 
 
 # ---------------------------------------------------------------------------- retrieval metrics
-def page_recall(
-    items: Sequence[EvidenceItem], gold_pages: Iterable[int], k: int, doc_id: str | None = None
+def ranked_page_recall(
+    pages: Sequence[tuple[str, int]], gold_pages: Iterable[int], doc_id: str | None = None
 ) -> float | None:
-    """Fraction of gold evidence pages among the distinct pages of the top-k chunks.
+    """Fraction of gold evidence pages among a ranking's first pages (already cut to k, distinct).
 
-    With `doc_id`, only chunks of that document count (page 3 of another file is not
-    the gold page 3). None when there are no gold pages (the question does not count).
-    """
+    With `doc_id`, only that document's pages count. None when there are no gold pages."""
     gold = set(gold_pages)
     if not gold:
         return None
-    pages = {item.chunk.page for item in items[:k] if doc_id is None or item.chunk.doc_id == doc_id}
-    return len(gold & pages) / len(gold)
+    found = {page for doc, page in pages if doc_id is None or doc == doc_id}
+    return len(gold & found) / len(gold)
 
 
 def answer_recall(texts: Sequence[str], targets: Sequence[str], require_all: bool = False) -> float | None:

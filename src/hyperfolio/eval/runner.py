@@ -20,6 +20,7 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval import metrics as m
 from hyperfolio.eval.datasets import EvalDataset, EvalQuestion, iter_sources
 from hyperfolio.eval.extraction import extract_answer
+from hyperfolio.eval.ranker_training import AUTO_VARIANTS, collect, cross_validate, ranked_package
 from hyperfolio.model import EvidencePackage
 from hyperfolio.models.protocols import Embedder
 
@@ -85,6 +86,7 @@ class EvalResult:
     started_at: float
     seconds: float
     answers: bool = False
+    folds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # auto variant -> per-fold figures
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -127,8 +129,8 @@ def score_package(
         texts = [item.chunk.text for item in top]
         if evidence_kind == "paragraphs":
             recall[k] = m.paragraph_recall(texts, question.evidence_groups)
-        else:
-            recall[k] = m.page_recall(top, question.evidence_pages, k, doc_id)
+        else:  # the first k distinct pages of the ranking: pages are what gets cited
+            recall[k] = m.ranked_page_recall(evidence.page_ranking(k), question.evidence_pages, doc_id)
         answer[k] = m.answer_recall(texts, targets, require_all)
     return recall, answer
 
@@ -190,6 +192,7 @@ ABLATIONS: dict[str, Ablation] = {
     "topdown-novisual": Ablation("topdown", retrieve={"visual": False}),  # no vision model steps
 }
 GRAPH_MODES = ("dual", "concept", "topdown")
+PAGE_DEPTH_FACTOR = 5  # chunks fetched per page counted, when recall is over pages
 # HVM-GraphRAG Table 4: concept-retrieval settings per benchmark (the defaults are the MMLongBench row).
 PAPER_PRESETS: dict[str, dict[str, object]] = {"mmlongbench": {}, "qasper": {"concepts": 15, "flat_chunks": 5}}
 
@@ -211,17 +214,21 @@ def run_eval(
     embedder: str | Embedder | None = None,
     answers: bool = False,
     progress: EvalProgress | None = None,
+    folds: int = 5,
 ) -> EvalResult:
     """Index `dataset`, run its questions through each strategy, and aggregate the metrics.
 
     `limit` keeps the first N questions (and indexes only their documents), which
     makes quick runs cheap while staying reproducible. `embedder` is a settings name
     ("minilm", "model2vec") or an Embedder instance (tests use a tiny deterministic one).
+    `auto` and its ablations are judged by cross-validation with whole documents held out (`folds`);
+    with `folds=0`, `auto` runs with the collection's (or the packaged) ranker like any strategy.
     """
     progress = progress or EvalProgress()
     started_at, started = time.time(), time.perf_counter()
     k_values = sorted(set(int(k) for k in k_values))
-    depth = max(k_values)
+    # Page recall reads the first k distinct pages of a ranking: fetch enough chunks to have them.
+    depth = max(k_values) * (PAGE_DEPTH_FACTOR if dataset.evidence == "pages" else 1)
     questions = list(dataset.questions[:limit] if limit else dataset.questions)
     wanted = {q.doc_ref for q in questions}
     files = [p for p in dataset.documents if p.name in wanted]
@@ -239,19 +246,21 @@ def run_eval(
         if len(runnable) < len(questions):
             skipped["document failed to index"] = len(questions) - len(runnable)
         questions = runnable
-        if any(_mode(s) in GRAPH_MODES for s in strategies):
+        if any(_mode(s) in GRAPH_MODES or s in AUTO_VARIANTS for s in strategies):
             collection.build_graph(progress=progress)  # documents indexed before the hypergraph existed
             collection.graph_embedder.embed(["warm-up"])
-        if any(_mode(s) in ("dense", "hybrid", *GRAPH_MODES) for s in strategies) or answers:
+        if any(_mode(s) in ("dense", "hybrid", *GRAPH_MODES, *AUTO_VARIANTS) for s in strategies) or answers:
             collection.embedder.embed(["warm-up"])  # model load must not count as query latency
         variants = {
             s: collection.variant(directory.with_name(f"{directory.name}-{s}"), _ablation_settings(settings, s))
             for s in strategies
             if s in ABLATIONS and ABLATIONS[s].build
         }
+        held_out = [s for s in strategies if s in AUTO_VARIANTS and folds > 0]
+        direct = [s for s in strategies if s not in held_out]
         progress.querying(len(questions) * len(strategies))
         for question in questions:
-            for strategy in strategies:
+            for strategy in direct:
                 records.append(
                     _run_one(
                         variants.get(strategy, collection),
@@ -266,6 +275,12 @@ def run_eval(
                     )
                 )
                 progress.query_finished(strategy)
+        fold_figures: dict[str, list[dict[str, Any]]] = {}
+        if held_out:
+            auto_records, fold_figures = _held_out_records(
+                collection, questions, doc_ids, dataset.evidence, k_values, held_out, folds, progress
+            )
+            records.extend(auto_records)
         embedder_name = collection.embedder_name
         for variant in variants.values():
             variant.close()
@@ -292,7 +307,52 @@ def run_eval(
         started_at=started_at,
         seconds=time.perf_counter() - started,
         answers=answers,
+        folds=fold_figures,
     )
+
+
+def _held_out_records(
+    collection: Collection,
+    questions: Sequence[EvalQuestion],
+    doc_ids: dict[str, str],
+    evidence_kind: str,
+    k_values: Sequence[int],
+    variants: Sequence[str],
+    folds: int,
+    progress: EvalProgress,
+) -> tuple[list[QueryRecord], dict[str, list[dict[str, Any]]]]:
+    """`auto` and its ablations, each question ranked by a ranker fitted without its document."""
+
+    def gather(question: EvalQuestion, exclude: tuple[str, ...]):
+        return collection.candidates(question.question, doc=doc_ids[question.doc_ref], exclude=exclude)
+
+    rows = collect(questions, gather, evidence_kind, variants)
+    records: list[QueryRecord] = []
+    figures: dict[str, list[dict[str, Any]]] = {}
+    for variant in variants:
+        held = cross_validate(rows[variant], AUTO_VARIANTS[variant], folds)
+        for r in rows[variant]:
+            doc_id = doc_ids[r.question.doc_ref]
+            evidence = ranked_package(r.question.question, variant, r.candidates, held.ranking[r.question.qid])
+            recall, answer_recall = score_package(r.question, evidence, evidence_kind, k_values, doc_id)
+            records.append(
+                QueryRecord(
+                    qid=r.question.qid,
+                    strategy=variant,
+                    seconds=r.seconds,
+                    recall=recall,
+                    answer_recall=answer_recall,
+                    retrieved=[(i.chunk.page, i.chunk.chunk_id) for i in evidence.items[: max(k_values)]],
+                )
+            )
+            progress.query_finished(variant)
+        by_fold: list[dict[str, Any]] = []
+        for fold in sorted(set(held.fold.values())):
+            mine = [rec for rec in records if rec.strategy == variant and held.fold[rec.qid] == fold]
+            summary = summarise(mine, k_values)
+            by_fold.append({"fold": fold, "questions": summary.n, "recall": summary.recall})
+        figures[variant] = by_fold
+    return records, figures
 
 
 def _run_one(

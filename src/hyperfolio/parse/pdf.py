@@ -75,6 +75,7 @@ class _PageData:
     vision_dominant: bool = False
     image_count: int = 0
     warnings: list[str] = field(default_factory=list)
+    label: str = ""  # the printed page label where the PDF defines labels ("iv", "5")
 
 
 # ---------------------------------------------------------------- opening
@@ -527,9 +528,18 @@ def _attach_captions(page_items: list[_Item]) -> None:
 # ---------------------------------------------------------------- pass 1: one page
 
 
+def _page_label(page: pymupdf.Page) -> str:
+    """The page's printed label when the PDF defines page labels; '' when it does not or it is the number."""
+    try:
+        label = (page.get_label() or "").strip()
+    except Exception:  # a damaged label tree must not cost the page
+        return ""
+    return "" if label == str(page.number + 1) else label
+
+
 def _read_page(doc: pymupdf.Document, page: pymupdf.Page, options: ParseOptions) -> _PageData:
     number = page.number + 1
-    data = _PageData(number=number, width=page.rect.width, height=page.rect.height)
+    data = _PageData(number=number, width=page.rect.width, height=page.rect.height, label=_page_label(page))
     text_dict = page.get_text("dict", flags=_TEXT_FLAGS, sort=True)
     segments = _segments(text_dict, ocr=False)
     native_chars = sum(len(s.text) for s in segments)
@@ -885,6 +895,9 @@ def parse_pdf(
                 placeholder=True,
             )
             chunks = blocks_to_chunks(page.number, [*blocks, placeholder], options)
+        if page.label:
+            for chunk in chunks:
+                chunk.meta["page_label"] = page.label
         out.append(
             Page(
                 number=page.number,

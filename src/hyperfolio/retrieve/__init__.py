@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hyperfolio.retrieve.auto import AutoStrategy
 from hyperfolio.retrieve.base import Query, RetrievalContext, Strategy
 from hyperfolio.retrieve.concept import ConceptStrategy
 from hyperfolio.retrieve.dual import DualStrategy
@@ -9,6 +10,7 @@ from hyperfolio.retrieve.flat import BM25Strategy, DenseStrategy, HybridStrategy
 from hyperfolio.retrieve.topdown import TopDownStrategy
 
 STRATEGIES: dict[str, type] = {
+    "auto": AutoStrategy,
     "bm25": BM25Strategy,
     "dense": DenseStrategy,
     "hybrid": HybridStrategy,

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hyperfolio.config import ConceptOptions, DualOptions, TopDownOptions, coerce_settings
 from hyperfolio.model import EvidencePackage
 from hyperfolio.models.protocols import Embedder, StructuredChatModel
+from hyperfolio.retrieve.encoding import QueryMemo
+from hyperfolio.retrieve.keywords import Decomposer, Keywords, OfflineDecomposer
 from hyperfolio.store.base import Store
+
+if TYPE_CHECKING:
+    from hyperfolio.retrieve.ranker import RankerSet
 
 
 @dataclass
@@ -24,8 +29,16 @@ class RetrievalContext:
     dual: DualOptions = field(default_factory=DualOptions)
     concept: ConceptOptions = field(default_factory=ConceptOptions)
     topdown: TopDownOptions = field(default_factory=TopDownOptions)
-    keyword_model: StructuredChatModel | None = None  # decomposes questions when a model is configured
+    decomposer: Decomposer = field(default_factory=OfflineDecomposer)  # a keywords model when one is configured
     vision_model: StructuredChatModel | None = None  # reads pictures of the graph (top-down retrieval)
+    ranker: RankerSet | None = None  # the learned rankers `auto` uses; None: the packaged ones
+    memo: QueryMemo = field(default_factory=QueryMemo)  # one question's encodings; a new context per call
+
+    def keywords(self, question: str) -> Keywords:
+        """K_low and K_high of the question, decomposed once per call."""
+        return self.memo.value(
+            ("keywords", question), lambda: self.decomposer.decompose(question, self.dual.max_keywords)
+        )
 
 
 @dataclass(frozen=True)

@@ -15,19 +15,10 @@ from __future__ import annotations
 
 from hyperfolio.model import EvidencePackage
 from hyperfolio.retrieve.base import Query, RetrievalContext
+from hyperfolio.retrieve.concept_paths import concept_reach
 from hyperfolio.retrieve.evidence import organise_by_modality, package, scaled_limits
-from hyperfolio.retrieve.flat import reciprocal_rank_fusion
-from hyperfolio.store.base import CHUNK_SPACE, CONCEPT_SPACE, RELATION_SPACE, item_of
-
-
-def _best(hits: list[tuple[str, float]], limit: int) -> dict[str, float]:
-    """Scoped keys "<item>|<doc>" folded to items, best score each, the top `limit`."""
-    best: dict[str, float] = {}
-    for key, score in hits:
-        item = item_of(key)
-        best[item] = max(score, best.get(item, score))
-    return dict(sorted(best.items(), key=lambda kv: -kv[1])[:limit])
-
+from hyperfolio.retrieve.rankings import bm25_ranking, query_vector, reciprocal_rank_fusion
+from hyperfolio.store.base import CHUNK_SPACE
 
 FLAT_DEPTH = 50  # flat candidates per signal before fusion
 
@@ -40,8 +31,8 @@ class ChunkScorer:
         if mode not in ("dense", "keyword", "hybrid"):
             raise ValueError(f"unknown chunk scoring {mode!r}; choose dense, keyword or hybrid")
         self.mode, self.ctx, self.docs = mode, ctx, docs
-        self.vector = ctx.embedder.embed([query.text])[0] if mode != "keyword" else None
-        self.keyword = ctx.store.keyword_search(query.text, FLAT_DEPTH, docs) if mode != "dense" else []
+        self.vector = query_vector(query, ctx) if mode != "keyword" else None
+        self.keyword = bm25_ranking(query, ctx, FLAT_DEPTH) if mode != "dense" else []
 
     def _fuse(self, dense: list[tuple[str, float]], keyword: list[tuple[str, float]]) -> list[tuple[str, float]]:
         if self.mode == "dense":
@@ -75,32 +66,15 @@ class ConceptStrategy:
         o = ctx.concept
         docs = list(query.doc_ids) if query.doc_ids else None
         scorer = ChunkScorer(o.scoring, query, ctx, docs)
-        graph_vector = (ctx.graph_embedder or ctx.embedder).embed([query.text])[0]
-        fan = 1 if docs and len(docs) == 1 else 4  # one vector per (item, document): fetch more when unscoped
         chosen: set[str] = set()
         sources: dict[str, dict[str, float]] = {}
         meta: dict = {}
         if o.use_graph:
-            found = _best(ctx.store.vector_search(CONCEPT_SPACE, graph_vector, o.concepts * fan, docs), o.concepts)
-            anchors = {c: s for c, s in found.items() if s >= o.threshold}
-            relations = _best(
-                ctx.store.vector_search(RELATION_SPACE, graph_vector, o.relations * fan, docs), o.relations
-            )
-            reached = set(anchors)
-            kept_edges = []
-            if anchors and relations:
-                for head, relation, tail, support in ctx.store.concept_edges_for(list(relations), docs):
-                    if head in anchors or tail in anchors:
-                        kept_edges.append((head, relation, tail, support))
-                        reached.update((head, tail))
-            chunk_ids = ctx.store.concept_chunks(list(reached), docs) if reached else []
-            for chunk_id, score in scorer.rank(chunk_ids)[: o.graph_chunks]:
+            reach = concept_reach(query, ctx)
+            for chunk_id, score in scorer.rank(sorted(reach.chunk_anchor))[: o.graph_chunks]:
                 chosen.add(chunk_id)
                 sources[chunk_id] = {"concept": score}
-            names = ctx.store.concept_names(list(reached))
-            meta["concepts"] = [(names.get(c, c), round(s, 3)) for c, s in anchors.items()]
-            meta["expanded_concepts"] = sorted(names.get(c, c) for c in reached - set(anchors))
-            meta["relations"] = [(names.get(h, h), r, names.get(t, t)) for h, r, t, _ in kept_edges]
+            meta.update(reach.describe(ctx))
         flat_k = o.flat_chunks if o.use_graph else o.flat_chunks + o.graph_chunks
         for chunk_id, score in scorer.top(flat_k):
             chosen.add(chunk_id)

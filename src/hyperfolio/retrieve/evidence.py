@@ -17,6 +17,7 @@ def cite(chunk: Chunk, titles: dict[str, str]) -> Citation:
         section_path=list(chunk.section_path),
         chunk_id=chunk.chunk_id,
         modality=chunk.modality,
+        page_label=str(chunk.meta.get("page_label", "")),
     )
 
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.phrases import one_line
-from hyperfolio.retrieve.dual import Keywords, decompose
+from hyperfolio.retrieve.keywords import Keywords, decompose
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +59,13 @@ def llm_decompose(chat: StructuredChatModel, question: str, max_keywords: int = 
     if not low and not high:
         return decompose(question, max_keywords)
     return Keywords(low, high)
+
+
+class LLMDecomposer:
+    """The keywords model as the context's `Decomposer` (offline rules when it fails)."""
+
+    def __init__(self, chat: StructuredChatModel) -> None:
+        self.chat = chat
+
+    def decompose(self, question: str, max_keywords: int) -> Keywords:
+        return llm_decompose(self.chat, question, max_keywords)

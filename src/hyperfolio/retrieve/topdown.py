@@ -15,97 +15,100 @@ import hashlib
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from hyperfolio.model import EntityHit, EvidencePackage, HyperedgeHit
+from hyperfolio.model import EvidencePackage, Hyperedge
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.openai_compat import system_message, user_message
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.dual import keyword_entities, question_keywords
 from hyperfolio.retrieve.evidence import package
-from hyperfolio.retrieve.flat import bm25_ranking, dense_ranking, reciprocal_rank_fusion
-from hyperfolio.store.base import THEME_SPACE, item_of
+from hyperfolio.retrieve.graph_paths import (
+    GraphHits,
+    Provenance,
+    add_scores,
+    chunk_scores,
+    entity_hits,
+    hyperedge_hits,
+    keyword_entities,
+    matched_themes,
+    ranked,
+    searchable_scope,
+    spread_to_edges,
+)
+from hyperfolio.retrieve.rankings import fuse_with_flat
 
 BOTTOM_LEVELS = ["low", "high", "refine"]
+
+
+@dataclass
+class TopDownReach:
+    """What the two layers reached for one question."""
+
+    by_theme: dict[str, float]  # chunk -> score through the matched themes
+    by_neighbourhood: dict[str, float]  # chunk -> score through the key entities' hyperedges
+    theme_score: dict[str, float]  # theme -> similarity
+    themes: list[Hyperedge]
+    hits: GraphHits
+    prov: Provenance
+    scope: set[str] | None
+    located: list[str] = field(default_factory=list)  # entities the vision model picked
+
+
+def topdown_paths(query: Query, ctx: RetrievalContext) -> TopDownReach:
+    """Themes, then their key entities' neighbourhoods (the vision model locating entities when set)."""
+    o, store = ctx.topdown, ctx.store
+    keywords = ctx.keywords(query.text)
+    docs = list(query.doc_ids) if query.doc_ids else None
+
+    # Top layer: themes matching the theme keywords (and the question as a whole).
+    theme_score = matched_themes(query, ctx, keywords.high, o.themes)
+    themes = store.get_hyperedges(list(theme_score))
+
+    # Located key entities, and the entities the entity keywords name directly.
+    entity_score: dict[str, float] = defaultdict(float)
+    for theme in themes:
+        for rank, (entity, _) in enumerate(theme.members):
+            entity_score[entity] = max(entity_score[entity], theme_score[theme.edge_id] / (1 + 0.25 * rank))
+    located: list[str] = []
+    if ctx.vision_model is not None and o.visual and themes:
+        located = locate_with_vision(ctx, query.text, themes)
+        for entity in located:
+            entity_score[entity] = max(entity_score[entity], 1.0)
+    for entity, (score, _) in keyword_entities(keywords.low, ctx, docs, o.entities_per_keyword).items():
+        entity_score[entity] = max(entity_score[entity], score)
+
+    # Bottom layer: the located entities' neighbourhood hyperedges, scored by who they join.
+    edge_score = {e: sum(shares.values()) for e, shares in spread_to_edges(entity_score, ctx, BOTTOM_LEVELS).items()}
+    edges = store.get_hyperedges(sorted(edge_score, key=lambda e: -edge_score[e])[: o.hyperedges])
+
+    scope = searchable_scope(query, ctx)
+    prov = store.provenance("hyperedge", [e.edge_id for e in themes + edges])
+    by_theme = chunk_scores({t.edge_id: theme_score[t.edge_id] for t in themes}, prov, scope)
+    by_edges = chunk_scores({e.edge_id: edge_score[e.edge_id] * e.strength for e in edges}, prov, scope)
+    hits = GraphHits(entity_score=dict(entity_score), edges=edges, edge_score=edge_score)
+    return TopDownReach(by_theme, by_edges, theme_score, themes, hits, prov, scope, located)
 
 
 class TopDownStrategy:
     name = "topdown"
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
-        o = ctx.topdown
-        keywords = question_keywords(query.text, ctx)
-        embedder = ctx.graph_embedder or ctx.embedder
-        store, docs = ctx.store, (list(query.doc_ids) if query.doc_ids else None)
-
-        # Top layer: themes matching the theme keywords (and the question as a whole).
-        theme_score: dict[str, float] = defaultdict(float)
-        probes = list(dict.fromkeys([query.text, *keywords.high]))
-        for vector in embedder.embed(probes):
-            for item, score in store.vector_search(THEME_SPACE, vector, o.themes, docs):
-                theme_score[item_of(item)] = max(theme_score[item_of(item)], score)
-        themes = store.get_hyperedges(sorted(theme_score, key=lambda t: -theme_score[t])[: o.themes])
-
-        # Located key entities, and the entities the entity keywords name directly.
-        entity_score: dict[str, float] = defaultdict(float)
-        for theme in themes:
-            for rank, (entity, _) in enumerate(theme.members):
-                entity_score[entity] = max(entity_score[entity], theme_score[theme.edge_id] / (1 + 0.25 * rank))
-        located: list[str] = []
-        if ctx.vision_model is not None and o.visual and themes:
-            located = locate_with_vision(ctx, query.text, themes)
-            for entity in located:
-                entity_score[entity] = max(entity_score[entity], 1.0)
-        for entity, (score, _) in keyword_entities(keywords.low, ctx, docs, o.entities_per_keyword).items():
-            entity_score[entity] = max(entity_score[entity], score)
-
-        # Bottom layer: the located entities' neighbourhood hyperedges, scored by who they join.
-        edge_score: dict[str, float] = defaultdict(float)
-        for entity, edges in store.incident_edges(list(entity_score), levels=BOTTOM_LEVELS).items():
-            for edge in edges:
-                edge_score[edge] += entity_score[entity] / max(1.0, len(edges) ** 0.5)
-        edges = store.get_hyperedges(sorted(edge_score, key=lambda e: -edge_score[e])[: o.hyperedges])
-
-        scope = set(docs) if docs else None
-        chunk_score: dict[str, float] = defaultdict(float)
-        prov = store.provenance("hyperedge", [e.edge_id for e in themes + edges])
-        for theme in themes:
-            for chunk, doc, _ in prov.get(theme.edge_id, []):
-                if scope is None or doc in scope:
-                    chunk_score[chunk] += theme_score[theme.edge_id]
-        for edge in edges:
-            for chunk, doc, _ in prov.get(edge.edge_id, []):
-                if scope is None or doc in scope:
-                    chunk_score[chunk] += edge_score[edge.edge_id] * edge.strength
-        depth = max(50, query.k * 5)
-        rankings = {
-            "graph": sorted(chunk_score.items(), key=lambda kv: -kv[1])[:depth],
-            "bm25": bm25_ranking(query, ctx, depth),
-            "dense": dense_ranking(query, ctx, depth),
-        }
-        fused, sources = reciprocal_rank_fusion(rankings, ctx.rrf_k)
+        reach = topdown_paths(query, ctx)
+        graph = add_scores(dict(reach.by_theme), reach.by_neighbourhood)
+        fused, sources = fuse_with_flat(query, ctx, {"graph": ranked(graph)})
         evidence = package(query.text, self.name, fused[: query.k], ctx, sources)
+        keywords = ctx.keywords(query.text)
         evidence.meta["keywords"] = {"low": keywords.low, "high": keywords.high}
-        evidence.meta["themes"] = [(t.description, round(theme_score[t.edge_id], 3)) for t in themes]
-        if located:
-            evidence.meta["located_by_vision"] = [e.name for e in store.get_entities(located)]
-
-        top = sorted(entity_score, key=lambda e: -entity_score[e])[:15]
-        entity_pages = store.entity_pages(top)
-        for entity in store.get_entities(top):
-            pages = sorted(p for p in entity_pages.get(entity.entity_id, set()) if scope is None or p[0] in scope)
-            evidence.entities.append(EntityHit(entity, entity_score[entity.entity_id], pages, "theme/keyword"))
-        names = {e.entity_id: e.name for e in store.get_entities(list({m for h in edges for m, _ in h.members}))}
-        for edge in edges[:15]:
-            pages = sorted({(d, p) for _, d, p in prov.get(edge.edge_id, []) if scope is None or d in scope})
-            if pages:
-                evidence.hyperedges.append(
-                    HyperedgeHit(edge, edge_score[edge.edge_id], [names.get(m, m) for m, _ in edge.members], pages)
-                )
-        wants_picture = o.render or (ctx.vision_model is not None and o.visual)  # the vision answerer reads it
-        if wants_picture and evidence.hyperedges:
+        evidence.meta["themes"] = [(t.description, round(reach.theme_score[t.edge_id], 3)) for t in reach.themes]
+        if reach.located:
+            evidence.meta["located_by_vision"] = [e.name for e in ctx.store.get_entities(reach.located)]
+        evidence.entities = entity_hits(ctx, reach.hits, reach.scope, via="theme/keyword")
+        evidence.hyperedges = hyperedge_hits(ctx, reach.hits, reach.prov, reach.scope)
+        wants_picture = ctx.topdown.render or (ctx.vision_model is not None and ctx.topdown.visual)
+        if wants_picture and evidence.hyperedges:  # the vision answerer reads it
             evidence.meta.update(render_bottom_layer(ctx, evidence))
         return evidence
 

@@ -304,6 +304,17 @@ class ConceptTables:
             extra = list(doc_ids)
         return [r[0] for r in self._in_query(sql, concept_ids, extra)]
 
+    def concept_chunk_pairs(
+        self, concept_ids: Sequence[str], doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """(concept, chunk) rows of the concept -> chunk index for these concepts, within the documents."""
+        sql = "SELECT DISTINCT concept_id, chunk_id FROM concept_evidence WHERE concept_id IN ({marks})"
+        extra: list[Any] = []
+        if doc_ids is not None:
+            sql = sql.replace("WHERE", f"WHERE doc_id IN ({','.join('?' * len(doc_ids))}) AND", 1)
+            extra = list(doc_ids)
+        return self._in_query(sql, concept_ids, extra)
+
     def layer_stats(self) -> dict[str, Any]:
         decided = dict(self._query("SELECT decision, COUNT(*) FROM conflict_log GROUP BY decision"))
         return {

@@ -364,6 +364,22 @@ class SQLiteStore(ConceptTables):
             rows = self._query(self._CHUNK_SELECT + " WHERE doc_id = ? ORDER BY page, ord", (doc_id,))
         return [_row_chunk(r) for r in rows]
 
+    def page_texts(self, pages: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """The whole text of each (doc_id, page), its chunks in reading order."""
+        by_doc: dict[str, set[int]] = {}
+        for doc, page in pages:
+            by_doc.setdefault(doc, set()).add(page)
+        out: dict[tuple[str, int], list[str]] = {}
+        for doc, numbers in by_doc.items():
+            rows = self._in_query(
+                "SELECT page, text FROM chunks WHERE doc_id = ? AND page IN ({marks}) ORDER BY page, ord",
+                sorted(numbers),
+                [doc],
+            )
+            for page, text in rows:
+                out.setdefault((doc, int(page)), []).append(text)
+        return {key: "\n".join(texts) for key, texts in out.items()}
+
     def count_chunks(self, doc_id: str | None = None) -> int:
         if doc_id is None:
             return self._query("SELECT COUNT(*) FROM chunks")[0][0]

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from hyperfolio.phrases import generic_name
 from hyperfolio.viz.graph import VizEdge, VizEntity, VizGraph
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -84,10 +85,32 @@ def bm25_scores(query: str, documents: dict[str, str], k1: float = 1.2, b: float
     return out
 
 
+def specificity(graph: VizGraph) -> dict[str, float]:
+    """How specific each entity is, in [0, 1]: the inverse share of the graph's chunks its hyperedges
+    come from (a year or the company's own name sits on nearly all of them), and near zero for a
+    name generic by form (a year, a number, "Inc", a month)."""
+    chunks_of: dict[str, set[str]] = {key: set() for key in graph.entities}
+    every: set[str] = set()
+    for edge in graph.edges.values():
+        every.update(edge.chunks)
+        for member in edge.members:
+            if member in chunks_of:
+                chunks_of[member].update(edge.chunks)
+    top = math.log(len(every) + 1) or 1.0
+    out = {}
+    for key, entity in graph.entities.items():
+        spread = math.log((len(every) + 1) / (len(chunks_of[key]) + 1)) / top if every else 1.0
+        out[key] = 0.1 * spread if generic_name(entity.name) else spread
+    return out
+
+
 def importance(graph: VizGraph, query: str, budget: Budget) -> dict[str, float]:
-    """alpha * degree centrality + beta * BM25 relevance, each scaled to [0, 1]."""
+    """alpha * degree centrality x specificity + beta * BM25 relevance, each scaled to [0, 1]: hubs
+    that are merely generic (years, legal suffixes, the document's own subject everywhere) give way
+    to the entities that tell this part of the graph apart, unless the query names them."""
     n = max(1, len(graph.entities) - 1)
-    centrality = {key: graph.degree(key) / n for key in graph.entities}
+    specific = specificity(graph)
+    centrality = {key: graph.degree(key) / n * (0.05 + 0.95 * specific[key]) for key in graph.entities}
     relevance = bm25_scores(query, {k: f"{e.name} {e.description}" for k, e in graph.entities.items()})
     top_c = max(centrality.values(), default=0.0) or 1.0
     top_r = max(relevance.values(), default=0.0) or 1.0

@@ -1,0 +1,41 @@
+"""What one question costs to encode, paid once: query vectors, keywords and flat rankings per call.
+
+A strategy that reads several sources (and `auto`, which reads them all) asks this memo instead of
+its embedder or the store, so the question is embedded once per embedder, decomposed once, and
+BM25 / dense rankings are fetched once per depth and scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hyperfolio.models.protocols import Embedder
+
+
+@dataclass
+class QueryMemo:
+    """Per-question memo; a new `RetrievalContext` (one per call) starts an empty one."""
+
+    vectors: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
+    values: dict[Hashable, Any] = field(default_factory=dict)
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+        """Rows for `texts`, embedding only those this embedder has not seen in this call."""
+        key = id(embedder)
+        missing = [t for t in dict.fromkeys(texts) if (key, t) not in self.vectors]
+        if missing:
+            for text, vector in zip(missing, embedder.embed(missing), strict=True):
+                self.vectors[(key, text)] = vector
+        if not texts:
+            return np.zeros((0, getattr(embedder, "dim", 0)), dtype=np.float32)
+        return np.stack([self.vectors[(key, t)] for t in texts])
+
+    def value(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """`compute()` once per key in this call."""
+        if key not in self.values:
+            self.values[key] = compute()
+        return self.values[key]

@@ -1,0 +1,397 @@
+"""Candidates and features for the learned ranker (`auto`): every source's view of every chunk.
+
+Candidates are the union of the top chunks of each source — BM25, dense, the two hypergraph paths
+(entity keywords -> vertices -> hyperedges; theme keywords -> hyperedges), the concept -> chunk
+index and the theme layer. Each candidate gets one row of features: every source's normalised
+score and reciprocal rank with an explicit "absent", IDF-weighted entity matches (generic entities
+that sit on many chunks count for little), keyword coverage, modality x question cues, heading,
+caption and table header matches, and page aggregates (people and benchmarks cite pages).
+
+Sources belong to groups (`flat`, `graph`, `concept`, `theme`); an ablation excludes groups, which
+removes their features *and* the candidates only they found, so it measures what they add.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hyperfolio.model import Chunk
+from hyperfolio.phrases import content_words, generic_name
+from hyperfolio.retrieve.base import Query, RetrievalContext
+from hyperfolio.retrieve.concept_paths import concept_reach
+from hyperfolio.retrieve.graph_paths import (
+    ENTITY_LEVELS,
+    add_scores,
+    chunk_scores,
+    edge_chunk_scores,
+    keyword_entities,
+    matched_themes,
+    ranked,
+    searchable_scope,
+    spread_to_edges,
+    theme_keyword_edges,
+)
+from hyperfolio.retrieve.rankings import Ranking, bm25_ranking, dense_ranking, query_vector, reciprocal_rank_fusion
+from hyperfolio.store.base import CHUNK_SPACE
+
+SOURCE_GROUP = {
+    "bm25": "flat",
+    "dense": "flat",
+    "entity": "graph",
+    "themekw": "graph",
+    "concept": "concept",
+    "theme": "theme",
+}
+SOURCES = tuple(SOURCE_GROUP)
+GROUPS = ("flat", "graph", "concept", "theme", "layout")
+DEPTH = 50  # candidates read from each source
+
+# Question cues: what kind of evidence the wording asks for.
+_TABLE_CUES = re.compile(
+    r"\b(table|row|column|total|percent(age)?|rate|ratio|amount|revenue|sales|income|cost|price|number of|"
+    r"how much|average|median|growth|share|value)\b|%|\$",
+    re.IGNORECASE,
+)
+_FIGURE_CUES = re.compile(
+    r"\b(figure|fig|chart|graph|plot|diagram|image|picture|photo|illustration|map|logo|icon|colou?r|shown|"
+    r"depicted|visual|screenshot|bar|pie|line)\b",
+    re.IGNORECASE,
+)
+_LAYOUT_CUES = re.compile(
+    r"\b(page|slide|section|chapter|title|heading|header|footer|cover|appendix|first|last|list|bullet)\b",
+    re.IGNORECASE,
+)
+_COUNT_CUES = re.compile(r"\b(how many|number of|count)\b", re.IGNORECASE)
+_QUANTITY_CUES = re.compile(
+    r"\b(how (many|much|long|old|large|big|far)|what (percentage|percent|share|number|amount|year)|when|which year)\b",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+
+
+def feature_names() -> list[tuple[str, str]]:
+    """(feature, group) in matrix column order."""
+    names: list[tuple[str, str]] = []
+    for source in SOURCES:
+        group = SOURCE_GROUP[source]
+        names += [(f"{source}_score", group), (f"{source}_rr", group), (f"{source}_in", group)]
+    names += [(f"page_{source}", SOURCE_GROUP[source]) for source in SOURCES]  # best score on the page
+    names += [("dense_cos", "flat"), ("dense_gap", "flat")]
+    names += [
+        ("entity_idf", "graph"),
+        ("entity_idf_max", "graph"),
+        ("entity_hub", "graph"),
+        ("keyword_cover", "graph"),
+    ]
+    names += [
+        ("lex_cover", "layout"),
+        ("lex_bigram", "layout"),
+        ("section_match", "layout"),
+        ("caption_match", "layout"),
+        ("header_match", "layout"),
+        ("rowkey_match", "layout"),
+        ("mod_text", "layout"),
+        ("mod_table", "layout"),
+        ("mod_image", "layout"),
+        ("table_x_cue", "layout"),
+        ("image_x_cue", "layout"),
+        ("text_x_layout", "layout"),
+        ("table_x_count", "layout"),
+        ("image_x_count", "layout"),
+        ("number_x_quantity", "layout"),
+        ("page_table_x_cue", "layout"),
+        ("page_image_x_cue", "layout"),
+        ("length", "layout"),
+        ("placeholder", "layout"),
+        ("first_chunk", "layout"),
+    ]
+    names += [
+        ("base", "layout"),
+        ("page_best", "layout"),
+        ("page_second", "layout"),
+        ("page_count", "layout"),
+        ("page_share", "layout"),
+        ("page_sources", "layout"),
+        ("page_lex_cover", "layout"),
+        ("neighbour_best", "layout"),
+        ("page_cover", "layout"),
+        ("page_idf_cover", "layout"),
+        ("page_bigram", "layout"),
+        ("page_named", "layout"),
+    ]
+    return names
+
+
+FEATURES = feature_names()
+FEATURE_INDEX = {name: i for i, (name, _) in enumerate(FEATURES)}
+
+
+def feature_columns(exclude: Iterable[str] = ()) -> list[int]:
+    """Columns of the features whose group is not excluded."""
+    excluded = set(exclude)
+    return [i for i, (_, group) in enumerate(FEATURES) if group not in excluded]
+
+
+@dataclass
+class Candidates:
+    """One question's candidate chunks and their feature matrix."""
+
+    chunks: list[Chunk]
+    matrix: np.ndarray  # len(chunks) x len(FEATURES)
+    sources: list[dict[str, float]]  # raw score of each source that found the chunk
+    meta: dict = field(default_factory=dict)
+
+    def pages(self) -> list[tuple[str, int]]:
+        return [(c.doc_id, c.page) for c in self.chunks]
+
+
+def source_rankings(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], dict]:
+    """Each source's chunk ranking (best first) and what the graph sources matched, once per call."""
+    return ctx.memo.value(
+        ("auto-sources", query.text, query.doc_ids and tuple(query.doc_ids)), lambda: _sources(query, ctx)
+    )
+
+
+def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], dict]:
+    docs = list(query.doc_ids) if query.doc_ids else None
+    scope = searchable_scope(query, ctx)
+    keywords = ctx.keywords(query.text)
+    out: dict[str, Ranking] = {"bm25": bm25_ranking(query, ctx, DEPTH), "dense": dense_ranking(query, ctx, DEPTH)}
+
+    matched = keyword_entities(keywords.low, ctx, docs, ctx.dual.entities_per_keyword)
+    entity_score = {e: s for e, (s, _) in matched.items()}
+    edge_score = {e: sum(shares.values()) for e, shares in spread_to_edges(entity_score, ctx, ENTITY_LEVELS).items()}
+    by_edges, _, _ = edge_chunk_scores(edge_score, ctx, scope)
+    entity_prov = ctx.store.provenance("entity", list(entity_score))
+    out["entity"] = ranked(add_scores(by_edges, chunk_scores(entity_score, entity_prov, scope, factor=0.5)))[:DEPTH]
+
+    themed = {
+        e: s for e, (s, _) in theme_keyword_edges(keywords.high, ctx, docs, ctx.dual.hyperedges_per_keyword).items()
+    }
+    out["themekw"] = ranked(edge_chunk_scores(themed, ctx, scope)[0])[:DEPTH]
+
+    reach = concept_reach(query, ctx)
+    out["concept"] = ranked(reach.chunk_anchor)[:DEPTH]
+
+    themes = matched_themes(query, ctx, keywords.high, ctx.topdown.themes)
+    theme_prov = ctx.store.provenance("hyperedge", list(themes))
+    theme_chunks: dict[str, float] = {}
+    for theme, score in themes.items():
+        for chunk, doc, _ in theme_prov.get(theme, []):
+            if scope is None or doc in scope:
+                theme_chunks[chunk] = max(theme_chunks.get(chunk, 0.0), score)
+    out["theme"] = ranked(theme_chunks)[:DEPTH]
+
+    graph = {
+        "keywords": keywords,
+        "entity_score": entity_score,
+        "entity_keyword": {e: k for e, (_, k) in matched.items()},
+        "entity_prov": entity_prov,
+        "concept": reach,
+    }
+    return out, graph
+
+
+def _words(text: str) -> set[str]:
+    return {_stem(w) for w in content_words(text)}
+
+
+def _stem(word: str) -> str:
+    """A light plural/verb fold so 'revenues' meets 'revenue' (no stemmer dependency for this)."""
+    for suffix in ("ies", "es", "s", "ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def _share(wanted: set[str], text_words: set[str]) -> float:
+    return len(wanted & text_words) / len(wanted) if wanted else 0.0
+
+
+def _bigrams(words: list[str]) -> set[tuple[str, str]]:
+    return set(zip(words, words[1:], strict=False))
+
+
+def candidate_features(query: Query, ctx: RetrievalContext, exclude: Iterable[str] = ()) -> Candidates:
+    """Candidates from the sources not excluded, with their features (excluded groups' columns zero)."""
+    excluded = set(exclude)
+    rankings, graph = source_rankings(query, ctx)
+    used = {s: r for s, r in rankings.items() if SOURCE_GROUP[s] not in excluded}
+    ids = list(dict.fromkeys(c for r in used.values() for c, _ in r))
+    chunks = [c for c in ctx.store.get_chunks(ids)]
+    n, matrix = len(chunks), np.zeros((len(chunks), len(FEATURES)), dtype=np.float64)
+    if not n:
+        return Candidates([], matrix, [], {})
+    row = {c.chunk_id: i for i, c in enumerate(chunks)}
+    col = FEATURE_INDEX
+    sources: list[dict[str, float]] = [{} for _ in chunks]
+
+    for source, ranking in used.items():
+        top = max((s for _, s in ranking), default=0.0)
+        for rank, (chunk_id, score) in enumerate(ranking, start=1):
+            i = row.get(chunk_id)
+            if i is None:
+                continue
+            sources[i][source] = score
+            matrix[i, col[f"{source}_score"]] = score / top if top > 0 else 0.0
+            matrix[i, col[f"{source}_rr"]] = 1.0 / rank
+            matrix[i, col[f"{source}_in"]] = 1.0
+
+    if "flat" not in excluded:
+        cosines = ctx.store.vector_scores(CHUNK_SPACE, query_vector(query, ctx), [c.chunk_id for c in chunks])
+        best = max(cosines.values(), default=0.0)
+        for chunk_id, cos in cosines.items():
+            matrix[row[chunk_id], col["dense_cos"]] = cos
+            matrix[row[chunk_id], col["dense_gap"]] = best - cos
+
+    if "graph" not in excluded:
+        _entity_features(matrix, row, graph, query, ctx)
+    _layout_features(matrix, chunks, query.text)
+    fused, _ = reciprocal_rank_fusion(used, ctx.rrf_k)
+    _page_features(matrix, chunks, row, dict(fused))
+    _page_text_features(matrix, chunks, query.text, ctx)
+    return Candidates(chunks, matrix, sources, {"keywords": graph["keywords"], "concept": graph["concept"]})
+
+
+def _entity_features(matrix: np.ndarray, row: dict[str, int], graph: dict, query: Query, ctx: RetrievalContext) -> None:
+    """IDF-weighted entity matches: an entity on many of the scope's chunks (a year, "Inc", the
+    company's own name) says little about which chunk answers."""
+    col = FEATURE_INDEX
+    entity_score: dict[str, float] = graph["entity_score"]
+    if not entity_score:
+        return
+    scope = searchable_scope(query, ctx)
+    total = sum(ctx.store.count_chunks(d) for d in scope) if query.doc_ids else ctx.store.count_chunks()
+    chunks_of: dict[str, set[str]] = {}
+    for entity, rows in graph["entity_prov"].items():
+        chunks_of[entity] = {c for c, d, _ in rows if scope is None or d in scope}
+    idf = {e: math.log((total + 1) / (len(chunks_of.get(e, ())) + 1)) for e in entity_score}
+    for entity in ctx.store.get_entities(list(entity_score)):
+        if generic_name(entity.name):  # a year, a number, "Inc": generic by form, whatever its spread
+            idf[entity.entity_id] *= 0.1
+    top_idf = math.log(total + 1) or 1.0
+    weight_sum = sum(entity_score[e] * idf[e] for e in entity_score) or 1.0
+    keywords = graph["keywords"].low
+    keyword_of = graph["entity_keyword"]
+    covered: dict[int, set[str]] = defaultdict(set)
+    for entity, chunks in chunks_of.items():
+        weight = entity_score[entity] * idf[entity]
+        generic = entity_score[entity] * (1.0 - idf[entity] / top_idf)
+        for chunk in chunks:
+            i = row.get(chunk)
+            if i is None:
+                continue
+            matrix[i, col["entity_idf"]] += weight / weight_sum
+            matrix[i, col["entity_idf_max"]] = max(matrix[i, col["entity_idf_max"]], idf[entity] / top_idf)
+            matrix[i, col["entity_hub"]] += generic
+            covered[i].add(keyword_of.get(entity, ""))
+    for i, found in covered.items():
+        matrix[i, col["keyword_cover"]] = len(found & set(keywords)) / max(1, len(keywords))
+
+
+def _layout_features(matrix: np.ndarray, chunks: list[Chunk], question: str) -> None:
+    col = FEATURE_INDEX
+    wanted = _words(question)
+    ordered = [_stem(w) for w in content_words(question)]
+    pairs = _bigrams(ordered)
+    cue_table = bool(_TABLE_CUES.search(question))
+    cue_figure = bool(_FIGURE_CUES.search(question))
+    cue_layout = bool(_LAYOUT_CUES.search(question))
+    cue_count = bool(_COUNT_CUES.search(question))
+    cue_quantity = bool(_QUANTITY_CUES.search(question))
+    page_has: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for chunk in chunks:
+        page_has[(chunk.doc_id, chunk.page)].add(chunk.modality)
+    for i, chunk in enumerate(chunks):
+        text_words = [_stem(w) for w in content_words(chunk.text)]
+        matrix[i, col["lex_cover"]] = _share(wanted, set(text_words))
+        matrix[i, col["lex_bigram"]] = len(pairs & _bigrams(text_words)) / len(pairs) if pairs else 0.0
+        matrix[i, col["section_match"]] = _share(wanted, _words(" ".join(chunk.section_path)))
+        matrix[i, col["caption_match"]] = _share(wanted, _words(chunk.caption or ""))
+        if chunk.table:
+            header = chunk.table[: max(1, chunk.table_header_rows)]
+            matrix[i, col["header_match"]] = _share(wanted, _words(" ".join(" ".join(r) for r in header)))
+            keys = " ".join(r[0] for r in chunk.table if r)
+            matrix[i, col["rowkey_match"]] = _share(wanted, _words(keys))
+        group = chunk.modality if chunk.modality in ("table", "image") else "text"
+        matrix[i, col[f"mod_{group}"]] = 1.0
+        matrix[i, col["table_x_cue"]] = float(group == "table" and cue_table)
+        matrix[i, col["image_x_cue"]] = float(group == "image" and cue_figure)
+        matrix[i, col["text_x_layout"]] = float(group == "text" and cue_layout)
+        matrix[i, col["table_x_count"]] = float(group == "table" and cue_count)
+        matrix[i, col["image_x_count"]] = float(group == "image" and cue_count)
+        matrix[i, col["number_x_quantity"]] = float(cue_quantity and bool(_DIGIT.search(chunk.text)))
+        on_page = page_has[(chunk.doc_id, chunk.page)]
+        matrix[i, col["page_table_x_cue"]] = float(cue_table and "table" in on_page)
+        matrix[i, col["page_image_x_cue"]] = float(cue_figure and "image" in on_page)
+        matrix[i, col["length"]] = math.log1p(len(text_words)) / 6.0
+        matrix[i, col["placeholder"]] = float(chunk.placeholder)
+        matrix[i, col["first_chunk"]] = float(chunk.order == 0)
+
+
+_PAGE_NAMED = re.compile(r"\b(?:page|slide|p\.)\s*(\d{1,4})\b", re.IGNORECASE)
+
+
+def _page_text_features(matrix: np.ndarray, chunks: list[Chunk], question: str, ctx: RetrievalContext) -> None:
+    """What the whole page says, not only its candidate chunks: question words (IDF-weighted over the
+    candidate pages, so words on every page count little) and word pairs found anywhere on it, and
+    whether the question names the page by number ("on page 5", "slide 3")."""
+    col = FEATURE_INDEX
+    keys = list(dict.fromkeys((c.doc_id, c.page) for c in chunks))
+    texts = ctx.store.page_texts(keys)
+    ordered = [_stem(w) for w in content_words(question)]
+    wanted, pairs = set(ordered), _bigrams(ordered)
+    page_words = {key: [_stem(w) for w in content_words(texts.get(key, ""))] for key in keys}
+    page_sets = {key: set(words) for key, words in page_words.items()}
+    df = {w: sum(w in words for words in page_sets.values()) for w in wanted}
+    idf = {w: math.log((len(keys) + 1) / (df[w] + 0.5)) for w in wanted}
+    total = sum(idf.values()) or 1.0
+    named = {int(n) for n in _PAGE_NAMED.findall(question)}
+    for i, chunk in enumerate(chunks):
+        key = (chunk.doc_id, chunk.page)
+        words = page_sets.get(key, set())
+        matrix[i, col["page_cover"]] = _share(wanted, words)
+        matrix[i, col["page_idf_cover"]] = sum(idf[w] for w in wanted & words) / total
+        matrix[i, col["page_bigram"]] = len(pairs & _bigrams(page_words.get(key, []))) / len(pairs) if pairs else 0.0
+        label = str(chunk.meta.get("page_label", ""))
+        matrix[i, col["page_named"]] = float(chunk.page in named or (label.isdigit() and int(label) in named))
+
+
+def _page_features(matrix: np.ndarray, chunks: list[Chunk], row: dict[str, int], fused: dict[str, float]) -> None:
+    """Page aggregates of the fused score of the sources in use: pages are what gets cited."""
+    col = FEATURE_INDEX
+    top = max(fused.values(), default=0.0) or 1.0
+    base = {c.chunk_id: fused.get(c.chunk_id, 0.0) / top for c in chunks}
+    on_page: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for c in chunks:
+        on_page[(c.doc_id, c.page)].append(c.chunk_id)
+    page_best: dict[tuple[str, int], float] = {}
+    for key, members in on_page.items():
+        scores = sorted((base[m] for m in members), reverse=True)
+        page_best[key] = scores[0]
+        cover = max(matrix[row[m], col["lex_cover"]] for m in members)
+        found_by = {
+            j for m in members for j, (name, _) in enumerate(FEATURES) if name.endswith("_in") and matrix[row[m], j] > 0
+        }
+        for m in members:
+            i = row[m]
+            matrix[i, col["base"]] = base[m]
+            matrix[i, col["page_best"]] = scores[0]
+            matrix[i, col["page_second"]] = scores[1] if len(scores) > 1 else 0.0
+            matrix[i, col["page_count"]] = math.log1p(len(members))
+            matrix[i, col["page_share"]] = base[m] / scores[0] if scores[0] > 0 else 0.0
+            matrix[i, col["page_sources"]] = len(found_by) / len(SOURCES)
+            matrix[i, col["page_lex_cover"]] = cover
+    for c in chunks:
+        near = [page_best.get((c.doc_id, c.page + d), 0.0) for d in (-1, 1)]
+        matrix[row[c.chunk_id], col["neighbour_best"]] = max(near)
+    for members in on_page.values():  # each source's best word on the page, for every chunk on it
+        rows = [row[m] for m in members]
+        for source in SOURCES:
+            matrix[rows, col[f"page_{source}"]] = matrix[rows, col[f"{source}_score"]].max()
