@@ -136,7 +136,7 @@ _GENERIC_NAMES = frozenset(
     january february march april may june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec q1 q2 q3 q4 h1 h2 fy
     monday tuesday wednesday thursday friday saturday sunday
-    % percent per cent million billion thousand usd eur gbp mw gw kw kg km mm cm""".split()
+    % percent per cent million billion thousand usd eur gbp inr rs rs. mw gw kw kg km mm cm""".split()
 )
 _NUMBERISH = re.compile(r"^[$€£¥]?\s?[\d.,]+\s?(?:%|[a-z]{0,3})?$", re.IGNORECASE)
 

@@ -87,9 +87,12 @@ def test_render_png_svg_and_dual_view(tmp_path):
     svg = render(graph, "cli-exp", tmp_path / "one.svg").read_text()
     assert "E1 Osprey Shipping Company" in svg.replace("\u2026", "")  # labels carry the display ids
     plain = render(
-        graph, "bi-inc", tmp_path / "plain.svg", Style(legend=False, entity_marker="D", line_width=2)
+        graph, "bi-inc", tmp_path / "plain.svg", Style(legend=False, labels=False, entity_marker="D", line_width=2)
     ).read_text()
-    assert "row 0" not in plain and "row 0" in render(graph, "bi-inc", tmp_path / "legend.svg").read_text()
+    assert "row 0" not in plain
+    assert "row 0" in render(graph, "bi-inc", tmp_path / "legend.svg", Style(labels=False)).read_text()  # legend
+    # Bi-Inc also says what each hyperedge is beside its node.
+    assert "row 0" in render(graph, "bi-inc", tmp_path / "beside.svg", Style(legend=False)).read_text()
     with pytest.raises(HyperfolioError):
         render(graph, "spiral", tmp_path / "x.png")
     with pytest.raises(HyperfolioError):

@@ -381,9 +381,10 @@ def _run_one(
         retrieved=[(item.chunk.page, item.chunk.chunk_id) for item in evidence.items],
     )
     if answers:
-        # Same evidence the retrieval metrics saw; equivalent to Collection.ask(q, mode, k, doc).
+        # The top max(k) chunks the retrieval metrics saw; equivalent to Collection.ask(q, mode, k, doc).
         began = time.perf_counter()
-        reply = collection.answerer.answer(question.question, evidence)
+        shown = replace(evidence, items=evidence.items[: max(k_values)])
+        reply = collection.answerer.answer(question.question, shown)
         record.answer_seconds = time.perf_counter() - began
         # Score the answer itself, without citation markers; an abstention scores as an empty answer.
         said = " ".join(reply.support) if reply.sufficient else ""

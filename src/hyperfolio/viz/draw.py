@@ -33,7 +33,7 @@ class Style:
     width_px: int = 1600
     height_px: int = 1200
     dpi: int = 100
-    font_size: float = 9.0
+    font_size: float = 11.0
     max_label_chars: int = 28
     entity_color: str = "#1f4e79"
     hyperedge_color: str = "#c55a11"
@@ -100,9 +100,11 @@ def group_tag(group: list) -> str:
 def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) -> None:
     by_vid = {e.vid: e for e in graph.entities.values()}
     groups = graph.groups()
-    ax.set_xlim(-0.02, 1.02)
+    # The panel is filled (positions are scaled per axis); Bi-Inc keeps room right of its hyperedge
+    # column for what each hyperedge says.
+    ax.set_xlim(-0.02, 1.45 if placement.layout == "bi-inc" else 1.02)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_aspect("equal")
+    ax.set_aspect("auto")
     ax.axis("off")
     if placement.set_based:
         center = (
@@ -174,7 +176,7 @@ def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) ->
                 [hx],
                 [hy],
                 marker=style.hyperedge_marker,
-                s=70,
+                s=(style.font_size * 2.6) ** 2,
                 facecolor="white",
                 edgecolor=style.hyperedge_color,
                 linewidth=1.4,
@@ -183,13 +185,25 @@ def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) ->
             ax.text(
                 hx,
                 hy,
-                edge.vid,
+                group_tag(group),
                 fontsize=style.font_size - 2,
                 ha="center",
                 va="center",
                 color=style.hyperedge_color,
+                fontweight="bold",
                 zorder=4,
             )
+            if placement.layout == "bi-inc" and style.labels:
+                ax.text(
+                    hx + 0.035,
+                    hy,
+                    _label(edge.description, style.max_label_chars + 8),
+                    fontsize=style.font_size - 1,
+                    ha="left",
+                    va="center",
+                    color="#333333",
+                    zorder=4,
+                )
     xs = [placement.entities[v][0] for v in by_vid]
     ys = [placement.entities[v][1] for v in by_vid]
     ax.scatter(

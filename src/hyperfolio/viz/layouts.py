@@ -86,15 +86,16 @@ def graphviz_positions(g: nx.Graph, engine: str, root: str | None = None) -> dic
 
 
 def fit(positions: dict[str, Point], margin: float = 0.06) -> dict[str, Point]:
-    """Uniform scaling into the unit square (aspect kept, centred): no wasted margins."""
+    """Each axis scaled into [margin, 1 - margin]: the drawing fills its panel, whatever the panel's
+    shape (a uniform scale leaves a wide panel mostly blank around a tall layout)."""
     if not positions:
         return {}
     xs = [p[0] for p in positions.values()]
     ys = [p[1] for p in positions.values()]
-    span = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
-    scale = (1 - 2 * margin) / span
+    sx = (1 - 2 * margin) / ((max(xs) - min(xs)) or 1.0)
+    sy = (1 - 2 * margin) / ((max(ys) - min(ys)) or 1.0)
     cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
-    return {k: (0.5 + (x - cx) * scale, 0.5 + (y - cy) * scale) for k, (x, y) in positions.items()}
+    return {k: (0.5 + (x - cx) * sx, 0.5 + (y - cy) * sy) for k, (x, y) in positions.items()}
 
 
 def place(graph: VizGraph, layout: str, seed: int = 42) -> Placement:
