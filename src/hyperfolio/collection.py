@@ -42,6 +42,7 @@ from hyperfolio.models.usage import read_usage
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.retrieve.base import with_knobs
+from hyperfolio.retrieve.encoding import TextCache
 from hyperfolio.retrieve.evidence import regroup
 from hyperfolio.retrieve.features import Candidates, candidate_features
 from hyperfolio.retrieve.keywords import Decomposer, OfflineDecomposer
@@ -148,6 +149,7 @@ class Collection:
         self._answerer = answerer
         self._models: ModelSet | None = None
         self._ranker: RankerSet | None = None
+        self._texts = TextCache()  # words of chunks and pages, for `auto`'s features across questions
         self.last_graph_report: GraphReport | None = None
         # One writer at a time per collection object: add and remove check, then write.
         self._lock = threading.RLock()
@@ -525,6 +527,7 @@ class Collection:
             concept=self.settings.concept,
             topdown=self.settings.topdown,
             decomposer=self._decomposer(),
+            texts=self._texts,
             vision_model=self.models.get("vision"),
         )
 

@@ -123,3 +123,41 @@ def test_run_eval_known_recall(tmp_path: Path) -> None:
     again = run_eval(dataset, ["bm25"], collection, embedder=HashEmbedder(), limit=1)
     assert again.index["status"] == {"skipped": 1}  # the index is reused; only q1's document is needed
     assert again.overall["bm25"].n == 1
+
+
+def test_auto_is_judged_on_documents_its_ranker_never_saw(tmp_path: Path) -> None:
+    from hyperfolio.eval.runner import run_eval
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    topics = ["zebra", "otter", "falcon", "glacier"]
+    docs, questions = [], []
+    for d, topic in enumerate(topics):
+        body = "\n\n".join(
+            f"## Part {p}\n\nThe {topic} report, part {p}, notes fact {d}{p} about {topic}s near lake {p}."
+            for p in range(3)
+        )
+        path = folder / f"{topic}.md"
+        path.write_text(f"# {topic.title()} notes\n\n{body}\n", encoding="utf-8")
+        docs.append(path)
+        for p in range(3):
+            fact = f"The {topic} report, part {p}, notes fact {d}{p} about {topic}s near lake {p}."
+            questions.append(
+                EvalQuestion(f"{topic}-{p}", path.name, f"What is fact {d}{p} near lake {p}?", [f"{d}{p}"],
+                             evidence_paragraphs=[fact], evidence_sources=["Pure-text"])
+            )  # fmt: skip
+    dataset = EvalDataset("folds", questions, docs, evidence="paragraphs")
+    collection = tmp_path / "col"
+    collection.mkdir()
+    (collection / "settings.toml").write_text("[parse]\nchunk_tokens = 40\nchunk_overlap = 0\n")
+
+    result = run_eval(
+        dataset, ["bm25", "auto", "auto-nograph"], collection, embedder=HashEmbedder(), answers=True, folds=2
+    )
+    for variant in ("auto", "auto-nograph"):
+        summary = result.overall[variant]
+        assert summary.n == len(questions) and summary.recall[10] is not None and summary.n_qa == len(questions)
+        assert [f["fold"] for f in result.folds[variant]] == [0, 1]  # two folds of whole documents
+        assert sum(f["questions"] for f in result.folds[variant]) == len(questions)
+    records = [r for r in result.records if r.strategy == "auto"]
+    assert all(cid.startswith(r.retrieved[0][1].split(":")[0]) for r in records for _, cid in r.retrieved)

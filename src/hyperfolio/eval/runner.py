@@ -278,7 +278,7 @@ def run_eval(
         fold_figures: dict[str, list[dict[str, Any]]] = {}
         if held_out:
             auto_records, fold_figures = _held_out_records(
-                collection, questions, doc_ids, dataset.evidence, k_values, held_out, folds, progress
+                collection, questions, doc_ids, dataset.evidence, k_values, held_out, folds, progress, answers
             )
             records.extend(auto_records)
         embedder_name = collection.embedder_name
@@ -320,6 +320,7 @@ def _held_out_records(
     variants: Sequence[str],
     folds: int,
     progress: EvalProgress,
+    answers: bool = False,
 ) -> tuple[list[QueryRecord], dict[str, list[dict[str, Any]]]]:
     """`auto` and its ablations, each question ranked by a ranker fitted without its document."""
 
@@ -335,16 +336,17 @@ def _held_out_records(
             doc_id = doc_ids[r.question.doc_ref]
             evidence = ranked_package(r.question.question, variant, r.candidates, held.ranking[r.question.qid])
             recall, answer_recall = score_package(r.question, evidence, evidence_kind, k_values, doc_id)
-            records.append(
-                QueryRecord(
-                    qid=r.question.qid,
-                    strategy=variant,
-                    seconds=r.seconds,
-                    recall=recall,
-                    answer_recall=answer_recall,
-                    retrieved=[(i.chunk.page, i.chunk.chunk_id) for i in evidence.items[: max(k_values)]],
-                )
+            record = QueryRecord(
+                qid=r.question.qid,
+                strategy=variant,
+                seconds=r.seconds,
+                recall=recall,
+                answer_recall=answer_recall,
+                retrieved=[(i.chunk.page, i.chunk.chunk_id) for i in evidence.items[: max(k_values)]],
             )
+            if answers:
+                score_answer(collection, r.question, evidence, max(k_values), record)
+            records.append(record)
             progress.query_finished(variant)
         by_fold: list[dict[str, Any]] = []
         for fold in sorted(set(held.fold.values())):
@@ -381,19 +383,25 @@ def _run_one(
         retrieved=[(item.chunk.page, item.chunk.chunk_id) for item in evidence.items],
     )
     if answers:
-        # The top max(k) chunks the retrieval metrics saw; equivalent to Collection.ask(q, mode, k, doc).
-        began = time.perf_counter()
-        shown = replace(evidence, items=evidence.items[: max(k_values)])
-        reply = collection.answerer.answer(question.question, shown)
-        record.answer_seconds = time.perf_counter() - began
-        # Score the answer itself, without citation markers; an abstention scores as an empty answer.
-        said = " ".join(reply.support) if reply.sufficient else ""
-        short = extract_answer(collection.models.get("answer"), question.question, said)
-        record.answer = reply.text
-        record.em = m.best_over(m.exact_match, short, question.answers)
-        record.f1 = m.best_over(m.token_f1, short, question.answers)
-        record.inclusion = m.best_over(m.inclusion, said, question.answers)  # on the full response (B.3.2)
+        score_answer(collection, question, evidence, max(k_values), record)
     return record
+
+
+def score_answer(
+    collection: Collection, question: EvalQuestion, evidence: EvidencePackage, k: int, record: QueryRecord
+) -> None:
+    """Answer from the top k chunks the retrieval metrics saw (as `Collection.ask(q, mode, k, doc)`
+    would) and score it: EM and F1 on the answer itself, inclusion on the full response."""
+    began = time.perf_counter()
+    reply = collection.answerer.answer(question.question, replace(evidence, items=evidence.items[:k]))
+    record.answer_seconds = time.perf_counter() - began
+    # Without citation markers; an abstention scores as an empty answer.
+    said = " ".join(reply.support) if reply.sufficient else ""
+    short = extract_answer(collection.models.get("answer"), question.question, said)
+    record.answer = reply.text
+    record.em = m.best_over(m.exact_match, short, question.answers)
+    record.f1 = m.best_over(m.token_f1, short, question.answers)
+    record.inclusion = m.best_over(m.inclusion, said, question.answers)  # on the full response (B.3.2)
 
 
 __all__ = ["EvalProgress", "EvalResult", "QueryRecord", "Summary", "run_eval", "summarise"]

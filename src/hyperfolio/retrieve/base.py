@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hyperfolio.config import ConceptOptions, DualOptions, TopDownOptions, coerce_settings
 from hyperfolio.model import EvidencePackage
 from hyperfolio.models.protocols import Embedder, StructuredChatModel
-from hyperfolio.retrieve.encoding import QueryMemo
+from hyperfolio.retrieve.encoding import QueryMemo, TextCache
 from hyperfolio.retrieve.keywords import Decomposer, Keywords, OfflineDecomposer
 from hyperfolio.store.base import Store
 
@@ -33,6 +33,7 @@ class RetrievalContext:
     vision_model: StructuredChatModel | None = None  # reads pictures of the graph (top-down retrieval)
     ranker: RankerSet | None = None  # the learned rankers `auto` uses; None: the packaged ones
     memo: QueryMemo = field(default_factory=QueryMemo)  # one question's encodings; a new context per call
+    texts: TextCache = field(default_factory=TextCache)  # words of indexed texts, kept by the collection
 
     def keywords(self, question: str) -> Keywords:
         """K_low and K_high of the question, decomposed once per call."""

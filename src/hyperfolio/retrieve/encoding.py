@@ -2,7 +2,9 @@
 
 A strategy that reads several sources (and `auto`, which reads them all) asks this memo instead of
 its embedder or the store, so the question is embedded once per embedder, decomposed once, and
-BM25 / dense rankings are fetched once per depth and scope.
+BM25 / dense rankings are fetched once per depth and scope. `TextCache` keeps what is derived from
+indexed text (its words) across calls: a chunk id or a (document, page) never changes its text,
+since document ids are content hashes.
 """
 
 from __future__ import annotations
@@ -39,3 +41,21 @@ class QueryMemo:
         if key not in self.values:
             self.values[key] = compute()
         return self.values[key]
+
+
+class TextCache:
+    """Values derived from indexed texts, kept across questions up to `limit` entries (oldest out)."""
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self.limit = limit
+        self._values: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable) -> Any | None:
+        return self._values.get(key)
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        if len(self._values) >= self.limit:
+            for old in list(self._values)[: self.limit // 10]:  # dicts keep insertion order
+                del self._values[old]
+        self._values[key] = value
+        return value

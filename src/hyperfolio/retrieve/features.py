@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from hyperfolio.retrieve.graph_paths import (
     ENTITY_LEVELS,
     add_scores,
     chunk_scores,
-    edge_chunk_scores,
+    edge_chunk_ranking,
     keyword_entities,
     matched_themes,
     ranked,
@@ -167,14 +168,14 @@ def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], d
     matched = keyword_entities(keywords.low, ctx, docs, ctx.dual.entities_per_keyword)
     entity_score = {e: s for e, (s, _) in matched.items()}
     edge_score = {e: sum(shares.values()) for e, shares in spread_to_edges(entity_score, ctx, ENTITY_LEVELS).items()}
-    by_edges, _, _ = edge_chunk_scores(edge_score, ctx, scope)
+    by_edges = edge_chunk_ranking(edge_score, ctx, scope)
     entity_prov = ctx.store.provenance("entity", list(entity_score))
     out["entity"] = ranked(add_scores(by_edges, chunk_scores(entity_score, entity_prov, scope, factor=0.5)))[:DEPTH]
 
     themed = {
         e: s for e, (s, _) in theme_keyword_edges(keywords.high, ctx, docs, ctx.dual.hyperedges_per_keyword).items()
     }
-    out["themekw"] = ranked(edge_chunk_scores(themed, ctx, scope)[0])[:DEPTH]
+    out["themekw"] = ranked(edge_chunk_ranking(themed, ctx, scope))[:DEPTH]
 
     reach = concept_reach(query, ctx)
     out["concept"] = ranked(reach.chunk_anchor)[:DEPTH]
@@ -202,6 +203,11 @@ def _words(text: str) -> set[str]:
     return {_stem(w) for w in content_words(text)}
 
 
+def _word_list(text: str) -> list[str]:
+    return [_stem(w) for w in content_words(text)]
+
+
+@lru_cache(maxsize=100_000)
 def _stem(word: str) -> str:
     """A light plural/verb fold so 'revenues' meets 'revenue' (no stemmer dependency for this)."""
     for suffix in ("ies", "es", "s", "ing", "ed"):
@@ -252,7 +258,7 @@ def candidate_features(query: Query, ctx: RetrievalContext, exclude: Iterable[st
 
     if "graph" not in excluded:
         _entity_features(matrix, row, graph, query, ctx)
-    _layout_features(matrix, chunks, query.text)
+    _layout_features(matrix, chunks, query.text, ctx)
     fused, _ = reciprocal_rank_fusion(used, ctx.rrf_k)
     _page_features(matrix, chunks, row, dict(fused))
     _page_text_features(matrix, chunks, query.text, ctx)
@@ -295,7 +301,38 @@ def _entity_features(matrix: np.ndarray, row: dict[str, int], graph: dict, query
         matrix[i, col["keyword_cover"]] = len(found & set(keywords)) / max(1, len(keywords))
 
 
-def _layout_features(matrix: np.ndarray, chunks: list[Chunk], question: str) -> None:
+@dataclass(frozen=True)
+class ChunkWords:
+    """A chunk's words as the features compare them, computed once per chunk (see `TextCache`)."""
+
+    words: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    length: int
+    section: frozenset[str]
+    caption: frozenset[str]
+    header: frozenset[str]  # table header cells
+    row_keys: frozenset[str]  # first cell of each table row
+
+    @classmethod
+    def of(cls, chunk: Chunk) -> ChunkWords:
+        listed = _word_list(chunk.text)
+        header: set[str] = set()
+        keys: set[str] = set()
+        if chunk.table:
+            header = _words(" ".join(" ".join(r) for r in chunk.table[: max(1, chunk.table_header_rows)]))
+            keys = _words(" ".join(r[0] for r in chunk.table if r))
+        return cls(
+            frozenset(listed),
+            frozenset(_bigrams(listed)),
+            len(listed),
+            frozenset(_words(" ".join(chunk.section_path))),
+            frozenset(_words(chunk.caption or "")),
+            frozenset(header),
+            frozenset(keys),
+        )
+
+
+def _layout_features(matrix: np.ndarray, chunks: list[Chunk], question: str, ctx: RetrievalContext) -> None:
     col = FEATURE_INDEX
     wanted = _words(question)
     ordered = [_stem(w) for w in content_words(question)]
@@ -309,16 +346,15 @@ def _layout_features(matrix: np.ndarray, chunks: list[Chunk], question: str) -> 
     for chunk in chunks:
         page_has[(chunk.doc_id, chunk.page)].add(chunk.modality)
     for i, chunk in enumerate(chunks):
-        text_words = [_stem(w) for w in content_words(chunk.text)]
-        matrix[i, col["lex_cover"]] = _share(wanted, set(text_words))
-        matrix[i, col["lex_bigram"]] = len(pairs & _bigrams(text_words)) / len(pairs) if pairs else 0.0
-        matrix[i, col["section_match"]] = _share(wanted, _words(" ".join(chunk.section_path)))
-        matrix[i, col["caption_match"]] = _share(wanted, _words(chunk.caption or ""))
-        if chunk.table:
-            header = chunk.table[: max(1, chunk.table_header_rows)]
-            matrix[i, col["header_match"]] = _share(wanted, _words(" ".join(" ".join(r) for r in header)))
-            keys = " ".join(r[0] for r in chunk.table if r)
-            matrix[i, col["rowkey_match"]] = _share(wanted, _words(keys))
+        words = ctx.texts.get(("chunk", chunk.chunk_id))
+        if words is None:
+            words = ctx.texts.put(("chunk", chunk.chunk_id), ChunkWords.of(chunk))
+        matrix[i, col["lex_cover"]] = _share(wanted, words.words)
+        matrix[i, col["lex_bigram"]] = len(pairs & words.pairs) / len(pairs) if pairs else 0.0
+        matrix[i, col["section_match"]] = _share(wanted, words.section)
+        matrix[i, col["caption_match"]] = _share(wanted, words.caption)
+        matrix[i, col["header_match"]] = _share(wanted, words.header)
+        matrix[i, col["rowkey_match"]] = _share(wanted, words.row_keys)
         group = chunk.modality if chunk.modality in ("table", "image") else "text"
         matrix[i, col[f"mod_{group}"]] = 1.0
         matrix[i, col["table_x_cue"]] = float(group == "table" and cue_table)
@@ -330,7 +366,7 @@ def _layout_features(matrix: np.ndarray, chunks: list[Chunk], question: str) -> 
         on_page = page_has[(chunk.doc_id, chunk.page)]
         matrix[i, col["page_table_x_cue"]] = float(cue_table and "table" in on_page)
         matrix[i, col["page_image_x_cue"]] = float(cue_figure and "image" in on_page)
-        matrix[i, col["length"]] = math.log1p(len(text_words)) / 6.0
+        matrix[i, col["length"]] = math.log1p(words.length) / 6.0
         matrix[i, col["placeholder"]] = float(chunk.placeholder)
         matrix[i, col["first_chunk"]] = float(chunk.order == 0)
 
@@ -344,11 +380,16 @@ def _page_text_features(matrix: np.ndarray, chunks: list[Chunk], question: str, 
     whether the question names the page by number ("on page 5", "slide 3")."""
     col = FEATURE_INDEX
     keys = list(dict.fromkeys((c.doc_id, c.page) for c in chunks))
-    texts = ctx.store.page_texts(keys)
+    page_words = {key: ctx.texts.get(("page", key)) for key in keys}
+    missing = [key for key, words in page_words.items() if words is None]
+    if missing:
+        texts = ctx.store.page_texts(missing)
+        for key in missing:
+            listed = _word_list(texts.get(key, ""))
+            page_words[key] = ctx.texts.put(("page", key), (frozenset(listed), frozenset(_bigrams(listed))))
     ordered = [_stem(w) for w in content_words(question)]
     wanted, pairs = set(ordered), _bigrams(ordered)
-    page_words = {key: [_stem(w) for w in content_words(texts.get(key, ""))] for key in keys}
-    page_sets = {key: set(words) for key, words in page_words.items()}
+    page_sets = {key: words[0] for key, words in page_words.items()}
     df = {w: sum(w in words for words in page_sets.values()) for w in wanted}
     idf = {w: math.log((len(keys) + 1) / (df[w] + 0.5)) for w in wanted}
     total = sum(idf.values()) or 1.0
@@ -358,7 +399,7 @@ def _page_text_features(matrix: np.ndarray, chunks: list[Chunk], question: str, 
         words = page_sets.get(key, set())
         matrix[i, col["page_cover"]] = _share(wanted, words)
         matrix[i, col["page_idf_cover"]] = sum(idf[w] for w in wanted & words) / total
-        matrix[i, col["page_bigram"]] = len(pairs & _bigrams(page_words.get(key, []))) / len(pairs) if pairs else 0.0
+        matrix[i, col["page_bigram"]] = len(pairs & page_words[key][1]) / len(pairs) if pairs else 0.0
         label = str(chunk.meta.get("page_label", ""))
         matrix[i, col["page_named"]] = float(chunk.page in named or (label.isdigit() and int(label) in named))
 
@@ -367,31 +408,27 @@ def _page_features(matrix: np.ndarray, chunks: list[Chunk], row: dict[str, int],
     """Page aggregates of the fused score of the sources in use: pages are what gets cited."""
     col = FEATURE_INDEX
     top = max(fused.values(), default=0.0) or 1.0
-    base = {c.chunk_id: fused.get(c.chunk_id, 0.0) / top for c in chunks}
-    on_page: dict[tuple[str, int], list[str]] = defaultdict(list)
+    base = np.array([fused.get(c.chunk_id, 0.0) / top for c in chunks])
+    matrix[:, col["base"]] = base
+    on_page: dict[tuple[str, int], list[int]] = defaultdict(list)
     for c in chunks:
-        on_page[(c.doc_id, c.page)].append(c.chunk_id)
+        on_page[(c.doc_id, c.page)].append(row[c.chunk_id])
+    present = [col[f"{source}_in"] for source in SOURCES]
+    scored = [col[f"{source}_score"] for source in SOURCES]
+    page_cols = [col[f"page_{source}"] for source in SOURCES]
     page_best: dict[tuple[str, int], float] = {}
     for key, members in on_page.items():
-        scores = sorted((base[m] for m in members), reverse=True)
-        page_best[key] = scores[0]
-        cover = max(matrix[row[m], col["lex_cover"]] for m in members)
-        found_by = {
-            j for m in members for j, (name, _) in enumerate(FEATURES) if name.endswith("_in") and matrix[row[m], j] > 0
-        }
-        for m in members:
-            i = row[m]
-            matrix[i, col["base"]] = base[m]
-            matrix[i, col["page_best"]] = scores[0]
-            matrix[i, col["page_second"]] = scores[1] if len(scores) > 1 else 0.0
-            matrix[i, col["page_count"]] = math.log1p(len(members))
-            matrix[i, col["page_share"]] = base[m] / scores[0] if scores[0] > 0 else 0.0
-            matrix[i, col["page_sources"]] = len(found_by) / len(SOURCES)
-            matrix[i, col["page_lex_cover"]] = cover
+        rows = np.array(members)
+        scores = np.sort(base[rows])[::-1]
+        best = page_best[key] = float(scores[0])
+        matrix[rows, col["page_best"]] = best
+        matrix[rows, col["page_second"]] = scores[1] if len(scores) > 1 else 0.0
+        matrix[rows, col["page_count"]] = math.log1p(len(rows))
+        matrix[rows, col["page_share"]] = base[rows] / best if best > 0 else 0.0
+        block = matrix[rows]
+        matrix[rows, col["page_sources"]] = (block[:, present] > 0).any(axis=0).sum() / len(SOURCES)
+        matrix[rows, col["page_lex_cover"]] = block[:, col["lex_cover"]].max()
+        matrix[np.ix_(rows, page_cols)] = block[:, scored].max(axis=0)  # each source's best word on the page
     for c in chunks:
         near = [page_best.get((c.doc_id, c.page + d), 0.0) for d in (-1, 1)]
         matrix[row[c.chunk_id], col["neighbour_best"]] = max(near)
-    for members in on_page.values():  # each source's best word on the page, for every chunk on it
-        rows = [row[m] for m in members]
-        for source in SOURCES:
-            matrix[rows, col[f"page_{source}"]] = matrix[rows, col[f"{source}_score"]].max()

@@ -123,6 +123,16 @@ def edge_chunk_scores(
     return chunk_scores({e.edge_id: edge_score[e.edge_id] * e.strength for e in edges}, prov, scope), edges, prov
 
 
+def edge_chunk_ranking(
+    edge_score: dict[str, float], ctx: RetrievalContext, scope: set[str] | None, limit: int = 200
+) -> dict[str, float]:
+    """`edge_chunk_scores` without loading the hyperedges themselves: their strengths suffice."""
+    chosen = sorted(edge_score, key=lambda e: -edge_score[e])[:limit]
+    strength = ctx.store.hyperedge_strengths(chosen)
+    prov = ctx.store.provenance("hyperedge", chosen)
+    return chunk_scores({e: edge_score[e] * strength[e] for e in chosen if e in strength}, prov, scope)
+
+
 def add_scores(total: dict[str, float], more: dict[str, float]) -> dict[str, float]:
     for key, value in more.items():
         total[key] = total.get(key, 0.0) + value

@@ -621,6 +621,9 @@ class SQLiteStore(ConceptTables):
         }
         return [found[i] for i in edge_ids if i in found]
 
+    def hyperedge_strengths(self, edge_ids: Sequence[str]) -> dict[str, float]:
+        return dict(self._in_query("SELECT edge_id, strength FROM hyperedges WHERE edge_id IN ({marks})", edge_ids))
+
     def incident_edges(self, entity_ids: Sequence[str], levels: Sequence[str] | None = None) -> dict[str, list[str]]:
         sql = "SELECT i.entity_id, i.edge_id FROM incidence i"
         extra: list[Any] = []
