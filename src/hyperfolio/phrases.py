@@ -150,9 +150,12 @@ def generic_name(name: str) -> bool:
     return bool(_YEAR.fullmatch(text) or _NUMBERISH.fullmatch(text)) or text in _GENERIC_NAMES
 
 
+_NOT_CONTENT = STOPWORDS | _WEAK_CAPITALS
+
+
 def content_words(text: str) -> list[str]:
     """Lower-cased content words (no stop words), for key phrases and theme keywords."""
-    return [w.lower() for w in _TOKEN.findall(text) if w.lower() not in STOPWORDS and w.lower() not in _WEAK_CAPITALS]
+    return [w for w in map(str.lower, _TOKEN.findall(text)) if w not in _NOT_CONTENT]
 
 
 def key_phrases(text: str, max_len: int = 3) -> list[str]:
