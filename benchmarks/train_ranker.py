@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 from hyperfolio.collection import Collection
-from hyperfolio.eval import metrics as m
 from hyperfolio.eval.datasets import DatasetMissing, load_dataset
 from hyperfolio.eval.ranker_training import (
     AUTO_VARIANTS,
@@ -28,9 +27,8 @@ from hyperfolio.eval.ranker_training import (
     collect,
     cross_validate,
     fit,
-    ranked_package,
 )
-from hyperfolio.eval.runner import score_package
+from hyperfolio.eval.tune import ranking_recall
 from hyperfolio.retrieve.ranker import RankerSet
 
 K_VALUES = (1, 5, 10)
@@ -49,16 +47,6 @@ def gather_rows(spec: str, directory: Path, cache: Path, variant: str) -> tuple[
 
         rows = collect(questions, gather, dataset.evidence, [variant])[variant]
     return rows, dataset.evidence, names
-
-
-def held_out_recall(rows, evidence, doc_ids, ranking) -> dict[int, float | None]:
-    per_k: dict[int, list] = {k: [] for k in K_VALUES}
-    for r in rows:
-        package = ranked_package(r.question.question, "auto", r.candidates, ranking[r.question.qid])
-        recall, _ = score_package(r.question, package, evidence, K_VALUES, doc_ids[r.question.doc_ref])
-        for k in K_VALUES:
-            per_k[k].append(recall[k])
-    return {k: m.mean(v) for k, v in per_k.items()}
 
 
 def main() -> int:
@@ -83,7 +71,7 @@ def main() -> int:
     rankers = {}
     for name, (part, evidence, doc_ids) in parts.items():
         held = cross_validate(part, exclude, args.folds, args.c)
-        recall = held_out_recall(part, evidence, doc_ids, held.ranking)
+        recall = ranking_recall(part, held.ranking, evidence, doc_ids)
         print(f"{name} held-out {args.variant}: " + ", ".join(f"R@{k} {100 * v:.1f}" for k, v in recall.items()))
         ranker = fit(part, exclude, args.c)
         ranker.meta.update({"trained_on": name, "folds": args.folds, "held_out_recall": recall})

@@ -35,7 +35,8 @@ CollectionOpt = Annotated[
     typer.Option("--collection", "-c", envvar="HYPERFOLIO_COLLECTION", help="Collection directory.", show_default=True),
 ]
 ModeOpt = Annotated[
-    str | None, typer.Option("--mode", "-m", help="Retrieval mode: bm25, dense, hybrid, dual, concept, topdown.")
+    str | None,
+    typer.Option("--mode", "-m", help="Retrieval mode: auto (default), bm25, dense, hybrid, dual, concept, topdown."),
 ]
 SetOpt = Annotated[
     list[str] | None,
@@ -444,10 +445,11 @@ def demo(
 
 
 def _register_optional_commands() -> None:
-    from hyperfolio.eval.command import eval_command, judge_command
+    from hyperfolio.eval.command import eval_command, judge_command, tune_command
 
     app.command(name="eval", help="Measure retrieval on benchmark data (MMLongBench-Doc, Qasper, JSONL).")(eval_command)
     app.command(name="judge", help="Compare two strategies' answers with a language-model judge.")(judge_command)
+    app.command(name="tune", help="Fit the auto ranker to your own labelled questions.")(tune_command)
 
 
 _register_optional_commands()

@@ -184,3 +184,19 @@ def test_tune_names_the_line_of_a_bad_row(tmp_path):
     path.write_text(json.dumps({"question": "Where?", "doc": "fleet.pdf", "evidence_pages": [1]}) + "\n{oops\n")
     with pytest.raises(Exception, match="bad.jsonl:2"):
         load_labelled(path)
+
+
+def test_tune_command_reports_before_and_after(collection, tmp_path):
+    from typer.testing import CliRunner
+
+    from hyperfolio.cli import app
+
+    path = tmp_path / "labelled.jsonl"
+    path.write_text("\n".join(json.dumps({"question": q, "doc": d, "evidence_pages": p}) for q, d, p in LABELLED))
+    result = CliRunner().invoke(app, ["tune", "--questions", str(path), "-c", str(collection.path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "8 questions over 2 documents" in result.output and "before" in result.output
+    assert "held-out" in result.output and "dry run" in result.output
+    assert not (collection.path / COLLECTION_FILE).exists()  # a dry run keeps the ranker in use
+    bad = CliRunner().invoke(app, ["tune", "--questions", str(tmp_path / "missing.jsonl"), "-c", str(collection.path)])
+    assert bad.exit_code == 1 and "missing.jsonl" in bad.output

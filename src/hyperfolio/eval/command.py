@@ -230,9 +230,8 @@ def tune_command(
     except (HyperfolioError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from None
-    console.print(
-        f"{report.questions} questions over {report.documents} documents, recall of evidence {report.evidence}:"
-    )
+    documents = f"{report.documents} document{'s' if report.documents != 1 else ''}"
+    console.print(f"{report.questions} questions over {documents}, recall of evidence {report.evidence}:")
     console.print(Markdown(report.table()))
     if report.held_out is None:
         console.print("[yellow]one document only: no held-out figure; the fitted figure flatters[/yellow]")

@@ -89,7 +89,13 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
-def _recall(rows: Sequence[QuestionRows], orders: dict[str, list[tuple[int, float]]], evidence: str, doc_ids):
+def ranking_recall(
+    rows: Sequence[QuestionRows],
+    orders: dict[str, list[tuple[int, float]]],
+    evidence: str,
+    doc_ids: dict[str, str],
+) -> dict[int, float | None]:
+    """Mean recall@1/5/10 of the questions' candidates in these orders (page or paragraph recall)."""
     per_k: dict[int, list[float | None]] = {k: [] for k in K_VALUES}
     for r in rows:
         package = ranked_package(r.question.question, "auto", r.candidates, orders[r.question.qid])
@@ -125,10 +131,10 @@ def tune(collection: Collection, questions: Sequence[EvalQuestion], folds: int =
     def orders(chosen: RankerSet) -> dict[str, list[tuple[int, float]]]:
         return {r.question.qid: order_by(chosen.for_layout(layout[r.question.qid]), r.candidates) for r in rows}
 
-    before = _recall(rows, orders(current), evidence, doc_ids)
-    fitted = _recall(rows, orders(tuned), evidence, doc_ids)
+    before = ranking_recall(rows, orders(current), evidence, doc_ids)
+    fitted = ranking_recall(rows, orders(tuned), evidence, doc_ids)
     covered = [r for r in rows if r.question.qid in held]
-    held_out = _recall(covered, held, evidence, doc_ids) if covered else None
+    held_out = ranking_recall(covered, held, evidence, doc_ids) if covered else None
     old = current.weights()
     new = tuned.weights(next(iter(sorted(set(layout.values())))))
     changed = {f: (old.get(f, 0.0), w) for f, w in new.items() if abs(old.get(f, 0.0) - w) > 1e-9}

@@ -302,6 +302,26 @@ def _entity_features(matrix: np.ndarray, row: dict[str, int], graph: dict, query
 
 
 @dataclass(frozen=True)
+class TextWords:
+    """The words and word pairs of one chunk's text."""
+
+    words: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    length: int
+
+
+def text_words(ctx: RetrievalContext, chunk_id: str, text: str) -> TextWords:
+    """A chunk's words, computed once per chunk id (see `TextCache`)."""
+    found = ctx.texts.get(("text", chunk_id))
+    if found is None:
+        listed = _word_list(text)
+        found = ctx.texts.put(
+            ("text", chunk_id), TextWords(frozenset(listed), frozenset(_bigrams(listed)), len(listed))
+        )
+    return found
+
+
+@dataclass(frozen=True)
 class ChunkWords:
     """A chunk's words as the features compare them, computed once per chunk (see `TextCache`)."""
 
@@ -314,17 +334,16 @@ class ChunkWords:
     row_keys: frozenset[str]  # first cell of each table row
 
     @classmethod
-    def of(cls, chunk: Chunk) -> ChunkWords:
-        listed = _word_list(chunk.text)
+    def of(cls, chunk: Chunk, text: TextWords) -> ChunkWords:
         header: set[str] = set()
         keys: set[str] = set()
         if chunk.table:
             header = _words(" ".join(" ".join(r) for r in chunk.table[: max(1, chunk.table_header_rows)]))
             keys = _words(" ".join(r[0] for r in chunk.table if r))
         return cls(
-            frozenset(listed),
-            frozenset(_bigrams(listed)),
-            len(listed),
+            text.words,
+            text.pairs,
+            text.length,
             frozenset(_words(" ".join(chunk.section_path))),
             frozenset(_words(chunk.caption or "")),
             frozenset(header),
@@ -348,7 +367,9 @@ def _layout_features(matrix: np.ndarray, chunks: list[Chunk], question: str, ctx
     for i, chunk in enumerate(chunks):
         words = ctx.texts.get(("chunk", chunk.chunk_id))
         if words is None:
-            words = ctx.texts.put(("chunk", chunk.chunk_id), ChunkWords.of(chunk))
+            words = ctx.texts.put(
+                ("chunk", chunk.chunk_id), ChunkWords.of(chunk, text_words(ctx, chunk.chunk_id, chunk.text))
+            )
         matrix[i, col["lex_cover"]] = _share(wanted, words.words)
         matrix[i, col["lex_bigram"]] = len(pairs & words.pairs) / len(pairs) if pairs else 0.0
         matrix[i, col["section_match"]] = _share(wanted, words.section)
@@ -382,11 +403,13 @@ def _page_text_features(matrix: np.ndarray, chunks: list[Chunk], question: str, 
     keys = list(dict.fromkeys((c.doc_id, c.page) for c in chunks))
     page_words = {key: ctx.texts.get(("page", key)) for key in keys}
     missing = [key for key, words in page_words.items() if words is None]
-    if missing:
-        texts = ctx.store.page_texts(missing)
+    if missing:  # a page's words: its chunks' words, each chunk read once whatever asks for it
+        on_pages = ctx.store.page_chunk_texts(missing)
         for key in missing:
-            listed = _word_list(texts.get(key, ""))
-            page_words[key] = ctx.texts.put(("page", key), (frozenset(listed), frozenset(_bigrams(listed))))
+            parts = [text_words(ctx, chunk_id, text) for chunk_id, text in on_pages.get(key, [])]
+            words = frozenset().union(*(p.words for p in parts))
+            pairs = frozenset().union(*(p.pairs for p in parts))
+            page_words[key] = ctx.texts.put(("page", key), (words, pairs))
     ordered = [_stem(w) for w in content_words(question)]
     wanted, pairs = set(ordered), _bigrams(ordered)
     page_sets = {key: words[0] for key, words in page_words.items()}

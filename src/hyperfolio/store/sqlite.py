@@ -364,21 +364,21 @@ class SQLiteStore(ConceptTables):
             rows = self._query(self._CHUNK_SELECT + " WHERE doc_id = ? ORDER BY page, ord", (doc_id,))
         return [_row_chunk(r) for r in rows]
 
-    def page_texts(self, pages: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
-        """The whole text of each (doc_id, page), its chunks in reading order."""
+    def page_chunk_texts(self, pages: Sequence[tuple[str, int]]) -> dict[tuple[str, int], list[tuple[str, str]]]:
+        """The (chunk_id, text) of every chunk on each (doc_id, page), in reading order."""
         by_doc: dict[str, set[int]] = {}
         for doc, page in pages:
             by_doc.setdefault(doc, set()).add(page)
-        out: dict[tuple[str, int], list[str]] = {}
+        out: dict[tuple[str, int], list[tuple[str, str]]] = {}
         for doc, numbers in by_doc.items():
             rows = self._in_query(
-                "SELECT page, text FROM chunks WHERE doc_id = ? AND page IN ({marks}) ORDER BY page, ord",
+                "SELECT page, chunk_id, text FROM chunks WHERE doc_id = ? AND page IN ({marks}) ORDER BY page, ord",
                 sorted(numbers),
                 [doc],
             )
-            for page, text in rows:
-                out.setdefault((doc, int(page)), []).append(text)
-        return {key: "\n".join(texts) for key, texts in out.items()}
+            for page, chunk_id, text in rows:
+                out.setdefault((doc, int(page)), []).append((chunk_id, text))
+        return out
 
     def count_chunks(self, doc_id: str | None = None) -> int:
         if doc_id is None:

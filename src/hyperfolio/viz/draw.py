@@ -230,13 +230,13 @@ def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) ->
                 zorder=5,
                 bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
             )
-    ax.text(
+    ax.text(  # the layout's name above its panel: below, the legend would cover it
         0.5,
-        -0.01,
+        1.0,
         placement.layout,
         transform=ax.transAxes,
         ha="center",
-        va="top",
+        va="bottom",
         fontsize=style.font_size + 2,
         color="#555555",
     )
