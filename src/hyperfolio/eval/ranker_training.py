@@ -18,9 +18,7 @@ import numpy as np
 
 from hyperfolio.eval.datasets import EvalQuestion
 from hyperfolio.eval.metrics import paragraph_matches
-from hyperfolio.model import EvidenceItem, EvidencePackage
-from hyperfolio.retrieve.auto import rank_pages
-from hyperfolio.retrieve.evidence import cite
+from hyperfolio.retrieve.auto import order_rows
 from hyperfolio.retrieve.features import FEATURES, Candidates, feature_columns
 from hyperfolio.retrieve.ranker import LinearRanker
 
@@ -145,22 +143,5 @@ def cross_validate(
     return out
 
 
-def ranked_package(
-    question: str, strategy: str, candidates: Candidates, order: Sequence[tuple[int, float]]
-) -> EvidencePackage:
-    """An evidence package from candidate rows in ranked order, with pages ranked by their best chunk."""
-    evidence = EvidencePackage(question, strategy)
-    for rank, (i, score) in enumerate(order, 1):
-        chunk = candidates.chunks[i]
-        evidence.items.append(EvidenceItem(chunk, score, rank, cite(chunk, {}), candidates.sources[i]))
-    evidence.ranked_pages = rank_pages(
-        [(item.chunk.chunk_id, item.score) for item in evidence.items],
-        {c.chunk_id: (c.doc_id, c.page) for c in candidates.chunks},
-    )
-    return evidence
-
-
 def order_by(ranker: LinearRanker, candidates: Candidates) -> list[tuple[int, float]]:
-    scores = ranker.score(candidates.matrix)
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], candidates.chunks[i].chunk_id))
-    return [(i, float(scores[i])) for i in order]
+    return order_rows(candidates, ranker.score(candidates.matrix))

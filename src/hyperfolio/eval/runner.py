@@ -20,9 +20,10 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval import metrics as m
 from hyperfolio.eval.datasets import EvalDataset, EvalQuestion, iter_sources
 from hyperfolio.eval.extraction import extract_answer
-from hyperfolio.eval.ranker_training import AUTO_VARIANTS, collect, cross_validate, ranked_package
+from hyperfolio.eval.ranker_training import AUTO_VARIANTS, collect, cross_validate
 from hyperfolio.model import EvidencePackage
 from hyperfolio.models.protocols import Embedder
+from hyperfolio.retrieve.auto import candidate_package
 
 
 class EvalProgress(AddProgress):
@@ -334,7 +335,8 @@ def _held_out_records(
         held = cross_validate(rows[variant], AUTO_VARIANTS[variant], folds)
         for r in rows[variant]:
             doc_id = doc_ids[r.question.doc_ref]
-            evidence = ranked_package(r.question.question, variant, r.candidates, held.ranking[r.question.qid])
+            order = held.ranking[r.question.qid]
+            evidence = candidate_package(r.question.question, variant, r.candidates, order, {})
             recall, answer_recall = score_package(r.question, evidence, evidence_kind, k_values, doc_id)
             record = QueryRecord(
                 qid=r.question.qid,

@@ -23,9 +23,9 @@ from hyperfolio.eval.ranker_training import (
     cross_validate,
     fit,
     order_by,
-    ranked_package,
 )
 from hyperfolio.eval.runner import score_package
+from hyperfolio.retrieve.auto import candidate_package
 from hyperfolio.retrieve.ranker import RankerSet, layout_of
 
 K_VALUES = (1, 5, 10)
@@ -98,7 +98,7 @@ def ranking_recall(
     """Mean recall@1/5/10 of the questions' candidates in these orders (page or paragraph recall)."""
     per_k: dict[int, list[float | None]] = {k: [] for k in K_VALUES}
     for r in rows:
-        package = ranked_package(r.question.question, "auto", r.candidates, orders[r.question.qid])
+        package = candidate_package(r.question.question, "auto", r.candidates, orders[r.question.qid], {})
         recall, _ = score_package(r.question, package, evidence, K_VALUES, doc_ids[r.question.doc_ref])
         for k in K_VALUES:
             per_k[k].append(recall[k])

@@ -8,11 +8,13 @@ used.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from hyperfolio.model import EvidencePackage, PageScore
+from hyperfolio.model import EvidenceItem, EvidencePackage, PageScore
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.evidence import package
+from hyperfolio.retrieve.evidence import cite
 from hyperfolio.retrieve.features import Candidates, candidate_features
 from hyperfolio.retrieve.ranker import RankerSet, layout_of, load_ranker
 
@@ -41,10 +43,31 @@ def score_candidates(candidates: Candidates, rankers: RankerSet, ctx: RetrievalC
     return scores
 
 
-def ranked_candidates(candidates: Candidates, rankers: RankerSet, ctx: RetrievalContext) -> list[tuple[str, float]]:
-    scores = score_candidates(candidates, rankers, ctx)
+def order_rows(candidates: Candidates, scores: np.ndarray) -> list[tuple[int, float]]:
+    """Candidate rows best first (ties by chunk id, so the order is deterministic)."""
     order = sorted(range(len(candidates.chunks)), key=lambda i: (-scores[i], candidates.chunks[i].chunk_id))
-    return [(candidates.chunks[i].chunk_id, float(scores[i])) for i in order]
+    return [(i, float(scores[i])) for i in order]
+
+
+def candidate_package(
+    question: str,
+    strategy: str,
+    candidates: Candidates,
+    order: Sequence[tuple[int, float]],
+    titles: dict[str, str],
+    k: int | None = None,
+) -> EvidencePackage:
+    """The package of the first k ranked candidates — their chunks are at hand, so none is read again —
+    with every candidate page ranked by its best chunk."""
+    evidence = EvidencePackage(question, strategy)
+    for rank, (i, score) in enumerate(order[:k], 1):
+        chunk = candidates.chunks[i]
+        evidence.items.append(EvidenceItem(chunk, score, rank, cite(chunk, titles), candidates.sources[i]))
+    evidence.ranked_pages = rank_pages(
+        [(candidates.chunks[i].chunk_id, score) for i, score in order],
+        {c.chunk_id: (c.doc_id, c.page) for c in candidates.chunks},
+    )
+    return evidence
 
 
 class AutoStrategy:
@@ -53,10 +76,8 @@ class AutoStrategy:
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
         rankers = ctx.ranker or load_ranker()
         candidates = candidate_features(query, ctx, rankers.exclude)
-        ranking = ranked_candidates(candidates, rankers, ctx)
-        sources = {c.chunk_id: s for c, s in zip(candidates.chunks, candidates.sources, strict=True)}
-        evidence = package(query.text, self.name, ranking[: query.k], ctx, sources)
-        evidence.ranked_pages = rank_pages(ranking, {c.chunk_id: (c.doc_id, c.page) for c in candidates.chunks})
+        order = order_rows(candidates, score_candidates(candidates, rankers, ctx))
+        evidence = candidate_package(query.text, self.name, candidates, order, ctx.titles, query.k)
         keywords = candidates.meta.get("keywords")
         if keywords is not None:
             evidence.meta["keywords"] = {"low": keywords.low, "high": keywords.high}

@@ -50,7 +50,6 @@ SOURCE_GROUP = {
     "theme": "theme",
 }
 SOURCES = tuple(SOURCE_GROUP)
-GROUPS = ("flat", "graph", "concept", "theme", "layout")
 DEPTH = 50  # candidates read from each source
 
 # Question cues: what kind of evidence the wording asks for.
@@ -147,9 +146,6 @@ class Candidates:
     matrix: np.ndarray  # len(chunks) x len(FEATURES)
     sources: list[dict[str, float]]  # raw score of each source that found the chunk
     meta: dict = field(default_factory=dict)
-
-    def pages(self) -> list[tuple[str, int]]:
-        return [(c.doc_id, c.page) for c in self.chunks]
 
 
 def source_rankings(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], dict]:
@@ -258,10 +254,12 @@ def candidate_features(query: Query, ctx: RetrievalContext, exclude: Iterable[st
 
     if "graph" not in excluded:
         _entity_features(matrix, row, graph, query, ctx)
-    _layout_features(matrix, chunks, query.text, ctx)
+    listed = _word_list(query.text)
+    asked = TextWords(frozenset(listed), frozenset(_bigrams(listed)), len(listed))  # the question's, once
+    _layout_features(matrix, chunks, query.text, asked, ctx)
     fused, _ = reciprocal_rank_fusion(used, ctx.rrf_k)
     _page_features(matrix, chunks, row, dict(fused))
-    _page_text_features(matrix, chunks, query.text, ctx)
+    _page_text_features(matrix, chunks, query.text, asked, ctx)
     return Candidates(chunks, matrix, sources, {"keywords": graph["keywords"], "concept": graph["concept"]})
 
 
@@ -351,11 +349,11 @@ class ChunkWords:
         )
 
 
-def _layout_features(matrix: np.ndarray, chunks: list[Chunk], question: str, ctx: RetrievalContext) -> None:
+def _layout_features(
+    matrix: np.ndarray, chunks: list[Chunk], question: str, asked: TextWords, ctx: RetrievalContext
+) -> None:
     col = FEATURE_INDEX
-    wanted = _words(question)
-    ordered = [_stem(w) for w in content_words(question)]
-    pairs = _bigrams(ordered)
+    wanted, pairs = asked.words, asked.pairs
     cue_table = bool(_TABLE_CUES.search(question))
     cue_figure = bool(_FIGURE_CUES.search(question))
     cue_layout = bool(_LAYOUT_CUES.search(question))
@@ -395,7 +393,9 @@ def _layout_features(matrix: np.ndarray, chunks: list[Chunk], question: str, ctx
 _PAGE_NAMED = re.compile(r"\b(?:page|slide|p\.)\s*(\d{1,4})\b", re.IGNORECASE)
 
 
-def _page_text_features(matrix: np.ndarray, chunks: list[Chunk], question: str, ctx: RetrievalContext) -> None:
+def _page_text_features(
+    matrix: np.ndarray, chunks: list[Chunk], question: str, asked: TextWords, ctx: RetrievalContext
+) -> None:
     """What the whole page says, not only its candidate chunks: question words (IDF-weighted over the
     candidate pages, so words on every page count little) and word pairs found anywhere on it, and
     whether the question names the page by number ("on page 5", "slide 3")."""
@@ -410,8 +410,7 @@ def _page_text_features(matrix: np.ndarray, chunks: list[Chunk], question: str, 
             words = frozenset().union(*(p.words for p in parts))
             pairs = frozenset().union(*(p.pairs for p in parts))
             page_words[key] = ctx.texts.put(("page", key), (words, pairs))
-    ordered = [_stem(w) for w in content_words(question)]
-    wanted, pairs = set(ordered), _bigrams(ordered)
+    wanted, pairs = asked.words, asked.pairs
     page_sets = {key: words[0] for key, words in page_words.items()}
     df = {w: sum(w in words for words in page_sets.values()) for w in wanted}
     idf = {w: math.log((len(keys) + 1) / (df[w] + 0.5)) for w in wanted}

@@ -26,6 +26,12 @@ PACKAGED = "auto_ranker.json"
 COLLECTION_FILE = "ranker.json"  # a collection's own weights, written by `hyperfolio tune`
 
 
+def write_json(path: str | Path, text: str) -> Path:
+    target = Path(path)
+    target.write_text(text + "\n")
+    return target
+
+
 @dataclass
 class LinearRanker:
     features: list[str]  # the columns it reads, by name
@@ -60,9 +66,7 @@ class LinearRanker:
         return json.dumps(asdict(self), indent=1)
 
     def save(self, path: str | Path) -> Path:
-        target = Path(path)
-        target.write_text(self.to_json() + "\n")
-        return target
+        return write_json(path, self.to_json())
 
     @classmethod
     def from_json(cls, text: str, origin: str = "ranker weights") -> LinearRanker:
@@ -107,9 +111,7 @@ class RankerSet:
         return json.dumps({"rankers": {k: asdict(r) for k, r in self.rankers.items()}, "meta": self.meta}, indent=1)
 
     def save(self, path: str | Path) -> Path:
-        target = Path(path)
-        target.write_text(self.to_json() + "\n")
-        return target
+        return write_json(path, self.to_json())
 
     @classmethod
     def from_json(cls, text: str, origin: str = "ranker weights") -> RankerSet:

@@ -295,15 +295,6 @@ class ConceptTables:
             extra = list(doc_ids)
         return self._in_query(sql + " GROUP BY head_id, relation, tail_id", relations, extra)
 
-    def concept_chunks(self, concept_ids: Sequence[str], doc_ids: Sequence[str] | None = None) -> list[str]:
-        """The concept -> chunk index: chunks evidencing any of these concepts, within the documents."""
-        sql = "SELECT DISTINCT chunk_id FROM concept_evidence WHERE concept_id IN ({marks})"
-        extra: list[Any] = []
-        if doc_ids is not None:
-            sql = sql.replace("WHERE", f"WHERE doc_id IN ({','.join('?' * len(doc_ids))}) AND", 1)
-            extra = list(doc_ids)
-        return [r[0] for r in self._in_query(sql, concept_ids, extra)]
-
     def concept_chunk_pairs(
         self, concept_ids: Sequence[str], doc_ids: Sequence[str] | None = None
     ) -> list[tuple[str, str]]:
