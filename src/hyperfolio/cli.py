@@ -90,6 +90,7 @@ class _BarProgress(AddProgress):
         self.pages = 0
         self.name = ""
         self.started = time.perf_counter()
+        self._said, self._said_at = "", -1e9
 
     def file_started(self, path: str) -> None:
         self.name = Path(path).name
@@ -104,6 +105,11 @@ class _BarProgress(AddProgress):
 
     def graph_stage(self, stage: str) -> None:
         self.progress.update(self.task, current=f"{self.name} {stage}")
+        # Without a terminal the bar is not redrawn: say what the long stages are doing, now and then.
+        now = time.perf_counter()
+        if not self.progress.console.is_terminal and stage != self._said and now - self._said_at >= 5.0:
+            self.progress.console.print(f"{self.name}: {stage}", soft_wrap=True, highlight=False)
+            self._said, self._said_at = stage, now
 
     def file_finished(self, result: AddResult) -> None:
         if result.status in {"added", "resumed", "replaced"}:
@@ -152,6 +158,7 @@ def add(
     for result in report.failed:
         if not any(result.path == f for f in map(str, files)):
             errors.print(f"[red]failed[/red] {result.path}: {result.reason}", soft_wrap=True)
+    _say_offline_parts(col)
     col.close()
     if report.failed:
         raise typer.Exit(1)
@@ -252,20 +259,77 @@ def stats(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = Fal
     console.print(table)
 
 
+def _say_offline_parts(col: Collection) -> None:
+    """One line per stage about parts the model failed to build, and how to redo them."""
+    parts = col.offline_parts()
+    if not parts:
+        return
+    by_stage: dict[str, int] = {}
+    for _, stage, _, _ in parts:
+        by_stage[stage] = by_stage.get(stage, 0) + 1
+    counts = ", ".join(f"{n} {stage}" for stage, n in sorted(by_stage.items()))
+    reason = parts[-1][3]
+    errors.print(
+        f"[yellow]built offline because the model failed:[/yellow] {counts} (last reason: {reason}). "
+        "When the model is back, `hyperfolio build --retry-model` redoes just these.",
+        soft_wrap=True,
+    )
+
+
+@app.command()
+def estimate(
+    paths: Annotated[list[str], typer.Argument(help="Files, folders or glob patterns.")],
+    collection: CollectionOpt = DEFAULT_COLLECTION,
+    as_json: JsonOpt = False,
+) -> None:
+    """Model calls, tokens, time and price that adding these files would take (nothing is added)."""
+    col = _open(collection)
+    work = col.estimate(paths)
+    col.close()
+    if as_json:
+        print(json.dumps(work.to_dict(), indent=2))
+        return
+    table = Table(title=f"{work.documents} documents, {work.pages} pages, {work.chunks} chunks")
+    for column in ("stage", "calls", "prompt tokens", "reply tokens", "how"):
+        table.add_column(column, justify="right" if "tokens" in column or column == "calls" else "left")
+    for stage in work.stages:
+        table.add_row(
+            stage.stage, str(stage.calls), f"{stage.prompt_tokens:,}", f"{stage.completion_tokens:,}", stage.note
+        )
+    console.print(table)
+    if work.server:
+        console.print(f"server: {work.server}", soft_wrap=True, highlight=False)
+    if not work.stages:
+        console.print("no language model is configured: adding runs offline, with no model calls")
+    elif work.seconds is not None:
+        from hyperfolio.models.progress import clock
+
+        console.print(f"model work: about {clock(work.seconds)} ({work.calls} calls, {work.tokens:,} tokens)")
+    else:
+        console.print(f"model work: {work.calls} calls, {work.tokens:,} tokens (configure a server to time it)")
+    if work.price is not None:
+        console.print(f"price: about {work.price:.4f} (from [models] price_input / price_output)")
+
+
 @app.command()
 def build(
     collection: CollectionOpt = DEFAULT_COLLECTION,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild every document's hypergraph.")] = False,
+    retry_model: Annotated[
+        bool,
+        typer.Option("--retry-model", help="Redo the parts built offline because the model failed."),
+    ] = False,
 ) -> None:
-    """Build the hypergraph for documents indexed without one (e.g. by an older version)."""
+    """Build the hypergraph for documents indexed without one, or redo what the model failed to build."""
     col = _open(collection)
-    reports = col.build_graph(rebuild=rebuild)
+    reports = col.build_graph(rebuild=rebuild, retry_model=retry_model)
     for report in reports:
         console.print(
             f"{report.doc_id}: {report.entities} entities, hyperedges {report.edges}, "
             f"anchors refined {report.refine.refined} ({report.seconds:.1f}s)"
         )
     console.print(f"{len(reports)} documents built; {col.stats()['hyperedges_by_level']}")
+    _say_offline_parts(col)
 
 
 @app.command()

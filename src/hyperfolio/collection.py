@@ -21,10 +21,12 @@ from typing import Any
 
 from hyperfolio.answer import Answerer, ExtractiveAnswerer
 from hyperfolio.answer_llm import LLMAnswerer
+from hyperfolio.build.estimate import WorkEstimate, estimate_work
 from hyperfolio.build.extract import Extractor
 from hyperfolio.build.extract_llm import LLMExtractor
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.layers import OfflineThemer, Themer
+from hyperfolio.build.ledger import OFFLINE, BuildLedger
 from hyperfolio.build.pipeline import GraphReport, build_document_graph
 from hyperfolio.build.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
 from hyperfolio.build.reconcile_llm import LLMDetector, LLMResolver
@@ -36,6 +38,7 @@ from hyperfolio.config import Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
 from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
 from hyperfolio.models.embed_local import make_embedder
+from hyperfolio.models.progress import ModelProgress
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.models.registry import ModelSet
 from hyperfolio.models.usage import read_usage
@@ -424,13 +427,23 @@ class Collection:
             self.store.set_stage(info.doc_id, STAGE_GRAPHED)
         self.store.set_stage(info.doc_id, STAGE_READY)
 
-    def _build_graph_of(self, info: DocumentInfo, progress: AddProgress) -> GraphReport:
+    def _build_graph_of(self, info: DocumentInfo, progress: AddProgress, clear: bool = False) -> GraphReport:
+        if clear:  # drop what the earlier build made, the offline-built parts included
+            self.store.clear_document_graph(info.doc_id)
         detector, resolver = self.reconcilers
-        return build_document_graph(
+        ledger = BuildLedger()
+        extractor, themer = self.extractor, self.themer
+        for part in (extractor, themer):
+            if hasattr(part, "ledger"):
+                part.ledger = ledger
+        if hasattr(extractor, "on_progress"):
+            meter = ModelProgress(self.models.usage, lambda line: progress.graph_stage(line))
+            extractor.on_progress = meter.calls
+        report = build_document_graph(
             self.store,
             info.doc_id,
             info.title,
-            self.extractor,
+            extractor,
             self.refiner,
             self.graph_embedder,
             self.settings.build,
@@ -438,19 +451,31 @@ class Collection:
             summarise=self.summariser,
             detector=detector,
             resolver=resolver,
-            themer=self.themer,
+            themer=themer,
         )
+        self.store.record_builds(info.doc_id, [(o.stage, o.item, o.how, o.reason) for o in ledger.outcomes])
+        report.offline = len(ledger.offline_items())
+        return report
 
-    def build_graph(self, rebuild: bool = False, progress: AddProgress | None = None) -> list[GraphReport]:
-        """Build the hypergraph for documents indexed without one (or, with `rebuild`, for all)."""
+    def build_graph(
+        self, rebuild: bool = False, progress: AddProgress | None = None, retry_model: bool = False
+    ) -> list[GraphReport]:
+        """Build the hypergraph for documents indexed without one (or, with `rebuild`, for all).
+
+        `retry_model`: rebuild the documents some of whose parts were built offline because the
+        model failed; the parts the model built come from the response cache at no cost.
+        """
         progress = progress or AddProgress()
         reports = []
+        retry = {row[0] for row in self.store.builds(how=OFFLINE)} if retry_model else set()
         with self._lock:
             for info in self.documents():
-                if info.status != STAGE_READY or (self.store.document_entities(info.doc_id) and not rebuild):
+                if info.status != STAGE_READY:
+                    continue
+                if not (rebuild or info.doc_id in retry or not self.store.document_entities(info.doc_id)):
                     continue
                 progress.file_started(info.source)
-                reports.append(self._build_graph_of(info, progress))
+                reports.append(self._build_graph_of(info, progress, clear=info.doc_id in retry))
         return reports
 
     def variant(self, path: str | Path, settings: Settings) -> Collection:
@@ -605,6 +630,34 @@ class Collection:
     def conflicts(self, doc: str | None = None) -> list[Decision]:
         """Every reconciliation decision (what, why, on which chunks), or one document's."""
         return self.store.decisions(self.resolve(doc).doc_id if doc else None)
+
+    def offline_parts(self, doc: str | None = None) -> list[tuple[str, str, str, str]]:
+        """(doc_id, stage, item, reason) of every part built offline because the model failed."""
+        doc_id = self.resolve(doc).doc_id if doc else None
+        return [(d, stage, item, reason) for d, stage, item, _, reason in self.store.builds(doc_id, OFFLINE)]
+
+    def estimate(self, paths: Iterable[str | Path] | str | Path) -> WorkEstimate:
+        """Model calls, tokens, time and price that adding `paths` would take (nothing is indexed).
+
+        With a model configured, the server is probed (once; the profile is kept) for its context,
+        slots and speed; this collection's past replies calibrate the reply lengths.
+        """
+        files, failed = expand_paths([paths] if isinstance(paths, (str, Path)) else paths)
+        if failed:
+            raise HyperfolioError(f"{failed[0].path}: {failed[0].reason}")
+        documents = [parse_file(path, self.settings.parse) for path in files]
+        opts = self.settings.models
+        client = self.models.get("extract") if self.models.configured else None
+        return estimate_work(
+            documents,
+            client.profile if client is not None else None,
+            history=read_usage(self.path),
+            max_tokens=opts.max_tokens or None,
+            anchor_min_pages=self.settings.build.anchor_min_pages,
+            slots=client.link.limit.limit if client is not None else 1,
+            price_input=opts.price_input,
+            price_output=opts.price_output,
+        )
 
     def stats(self) -> dict[str, Any]:
         out = self.store.stats()

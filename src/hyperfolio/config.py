@@ -113,9 +113,16 @@ class ModelOptions:
     answer_api_key: str = field(default="", repr=False)
     vision_api_key: str = field(default="", repr=False)
     judge_api_key: str = field(default="", repr=False)
-    timeout: float = 60.0  # seconds per HTTP call
-    max_retries: int = 4  # extra attempts after a timeout, connection error, 429 or 5xx
-    concurrency: int = 4  # requests in flight at once, per client
+    timeout: float = 60.0  # seconds of silence before a request is given up (first token: more for long prompts)
+    max_retries: int = 4  # extra attempts after a timeout (each at twice the budget), connection error, 429 or 5xx
+    concurrency: int = 4  # most requests in flight at once per server (fewer when the server has fewer slots)
+    stream: bool = True  # stream replies, so the timeout measures silence and a left request stops the server
+    probe: bool = True  # learn the server's slots, context and speed once (kept in the collection database)
+    context_tokens: int = 0  # the model's context length when the server does not say (0: ask the server)
+    breaker_failures: int = 3  # failed calls in a row after which a stage runs offline for a while
+    breaker_cooldown: float = 120.0  # seconds a stage stays offline before the model is tried again
+    price_input: float = 0.0  # price per million prompt tokens, for `hyperfolio estimate` (0: not shown)
+    price_output: float = 0.0  # price per million generated tokens
     temperature: float = 0.0
     max_tokens: int = 0  # 0: the server's default
     structured: str = "auto"  # "auto" (detect), "json_schema", "json_object" or "prompt"

@@ -1,4 +1,5 @@
-"""The whole language-model path over real HTTP: build, refine, decompose, answer, with tokens counted."""
+"""The whole language-model path over real HTTP: build, refine, decompose, answer, with tokens counted;
+a model that fails or writes junk never sinks `add` (pages fall back offline, are recorded, and redone)."""
 
 from __future__ import annotations
 
@@ -238,3 +239,96 @@ def test_vision_model_reads_graph_pictures_for_themes_and_top_down(tmp_path, emb
         answer = col.ask("Where is the Osprey fleet based?", mode="topdown", doc=doc)
         assert "answer" in pictures and answer.answerer == "llm"  # the vision model answered with the picture
         assert evidence.meta["render_seconds"] > 0
+
+
+# ------------------------------------------------------------------ failures, fallbacks, retries, estimates
+
+
+def _settings(url: str, **models) -> Settings:
+    return Settings.load(
+        None,
+        models={"base_url": url, "model": "fake-model", "max_retries": 0, "timeout": 5.0, **models},
+        build={"anchor_min_pages": 2},
+    )
+
+
+def _entities(col: Collection) -> list[str]:
+    doc = col.documents()[0].doc_id
+    return sorted(e.name for e in col.store.get_entities(col.store.document_entities(doc)))
+
+
+def test_schema_echoing_replies_fall_back_offline_and_are_recorded(tmp_path, embedder, llm_server):
+    junk = {
+        "entities": [{"name": "EntityReply", "type": "object"}, {"name": "#/$defs/PairReply"}],
+        "high_edges": [{"members": ["EntityReply", "FactReply"], "description": "a list of items"}],
+    }
+
+    def echo(request):
+        return Reply.json(junk) if "low_edges" in json.dumps(request) else respond(request)
+
+    llm_server.handler = echo
+    (tmp_path / "fleet.md").write_text(FLEET)
+    col = Collection(tmp_path / "col", settings=_settings(llm_server.url), embedder=embedder)
+    report = col.add([tmp_path / "fleet.md"])
+    assert not report.failed
+    names = _entities(col)
+    assert "EntityReply" not in names and not any(n.startswith("#/") for n in names)
+    assert "Rotterdam" in names  # the offline path built the pages
+    offline = col.offline_parts()
+    assert [(stage, item) for _, stage, item, _ in offline] == [("extract", "p.1"), ("extract", "p.2")]
+    assert all("named nothing" in reason for *_, reason in offline)
+    assert col.stats()["built_by"]["extract"] == {"offline": 2}
+    col.close()
+
+
+def test_model_down_then_back_redoes_only_the_offline_parts(tmp_path, embedder, llm_server, caplog):
+    (tmp_path / "fleet.md").write_text(FLEET)
+    llm_server.default = Reply.error(503, "model is loading")
+    settings = _settings(llm_server.url, breaker_failures=2)
+    col = Collection(tmp_path / "col", settings=settings, embedder=embedder)
+    report = col.add([tmp_path / "fleet.md"])
+    assert not report.failed  # the build finished offline
+    assert {stage for _, stage, _, _ in col.offline_parts()} >= {"extract"}
+    assert len([r for r in caplog.records if "continues offline" in r.getMessage()]) <= 2  # not one per page
+    offline_names = _entities(col)
+    col.close()
+
+    # The model is back: only documents with offline-built parts are rebuilt, nothing is duplicated.
+    llm_server.default = Reply("unused")
+    llm_server.handler = respond
+    col = Collection(tmp_path / "col", settings=settings, embedder=embedder)
+    reports = col.build_graph(retry_model=True)
+    assert len(reports) == 1 and reports[0].offline == 0
+    assert col.offline_parts() == []
+    assert col.stats()["built_by"]["extract"] == {"model": 2}
+    names = _entities(col)
+    assert {e["name"] for e in EXTRACTION["entities"]} <= set(names)
+    assert len(names) == len(set(names))
+    assert names != offline_names
+    # Once everything was built by the model, a retry has nothing to do.
+    assert col.build_graph(retry_model=True) == []
+    col.close()
+
+    fresh = Collection(tmp_path / "fresh", settings=settings, embedder=embedder)
+    fresh.add([tmp_path / "fleet.md"])
+    assert _entities(fresh) == names  # the retried graph is what a clean build with the model makes
+    fresh.close()
+
+
+def test_estimate_predicts_the_extraction_calls(tmp_path, embedder, llm_server):
+    # Usage as the server counts it (from the prompt's length), not a fixed figure.
+    llm_server.handler = lambda r: Reply.json(EXTRACTION) if "low_edges" in json.dumps(r) else respond(r)
+    (tmp_path / "fleet.md").write_text(FLEET)
+    col = Collection(tmp_path / "col", settings=_settings(llm_server.url), embedder=embedder)
+    work = col.estimate(tmp_path / "fleet.md")
+    extract = next(s for s in work.stages if s.stage == "extract")
+    assert work.pages == 2 and extract.calls == 2
+    assert work.seconds is not None and work.seconds > 0  # the probe measured the server's speed
+    col.add([tmp_path / "fleet.md"])
+    measured = col.stats()["model_usage"]["extract"]
+    assert measured["calls"] == extract.calls
+    assert abs(measured["prompt_tokens"] - extract.prompt_tokens) <= 0.2 * measured["prompt_tokens"], (
+        measured,
+        extract,
+    )
+    col.close()

@@ -7,6 +7,10 @@
     server.max_in_flight  # the most requests it was handling at once
     server.stop()
 
+Requests with `stream: true` are answered as server-sent events, a few characters a piece (set
+`streams = False` for a server that ignores `stream`); `props` answers llama.cpp's GET /props;
+`disconnects` counts streamed replies whose client left before the end.
+
 A script item is a Reply, a str (the reply's content), a dict/list (sent as JSON content) or a
 callable(request_json) returning one of those. When the script is empty, `handler` (a callable)
 answers, else `default`. `reject_formats` makes the server refuse response_format types the way
@@ -23,6 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from hyperfolio.models.server_profile import PROBE_MARKER
+
 
 @dataclass
 class Reply:
@@ -33,6 +39,8 @@ class Reply:
     body: str | None = None  # raw body, replacing the generated one (malformed server output)
     usage: dict[str, int] | bool = True  # True: computed from lengths; False: no usage block; dict: as given
     finish_reason: str = "stop"
+    piece_delay: float = 0.0  # streamed replies: seconds between pieces (a slow but alive generation)
+    cut_after: int | None = None  # streamed replies: drop the connection after this many pieces
 
     @classmethod
     def json(cls, value: Any, *, fenced: bool = False, **kw: Any) -> Reply:
@@ -76,6 +84,11 @@ class FakeLLM:
         self.reject_status = 500
         self.in_flight = 0
         self.max_in_flight = 0
+        self.streams = True
+        self.props: dict[str, Any] | None = None
+        self.disconnects = 0
+        self.probes: list[dict[str, Any]] = []  # the client's speed probes (kept out of `requests`)
+        self.pieces_sent = 0
         self._queue: deque[Script] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -177,6 +190,11 @@ class FakeLLM:
         return body
 
 
+def _is_probe(request: dict[str, Any]) -> bool:
+    messages = request.get("messages") or []
+    return any(str(m.get("content")).startswith(PROBE_MARKER) for m in messages if isinstance(m, dict))
+
+
 def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -197,8 +215,41 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to do
 
+        def _stream(self, request: dict[str, Any], reply: Reply) -> None:
+            """Send `reply` as server-sent events; stop quietly when the client leaves."""
+            text = reply.content
+            pieces = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for number, piece in enumerate(pieces):
+                    if reply.cut_after is not None and number >= reply.cut_after:
+                        self.close_connection = True
+                        return
+                    if number and reply.piece_delay and fake._stopping.wait(reply.piece_delay):
+                        return
+                    event = {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                    with fake._lock:
+                        fake.pieces_sent += 1
+                final: dict[str, Any] = {"choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]}
+                usage = fake._completion_body(request, reply).get("usage")
+                if usage:
+                    final["usage"] = usage
+                self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                with fake._lock:
+                    fake.disconnects += 1
+            self.close_connection = True
+
         def do_GET(self) -> None:  # noqa: N802 - stdlib name
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.rstrip("/").endswith("/props") and fake.props is not None:
+                self._send(200, json.dumps(fake.props))
+            elif self.path.rstrip("/").endswith("/models"):
                 data = [{"id": m, "object": "model", "owned_by": "fake"} for m in fake.models]
                 self._send(200, json.dumps({"object": "list", "data": data}))
             else:
@@ -215,6 +266,20 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._send(400, json.dumps({"error": {"message": "request body is not JSON"}}))
                 return
+            if _is_probe(request):  # hyperfolio's probes: answered aside, the script untouched
+                with fake._lock:
+                    fake.probes.append(request)
+                fmt = (request.get("response_format") or {}).get("type")
+                if fmt in fake.reject_formats:
+                    message = f"response_format type {fmt!r} is not supported by this server"
+                    self._send(fake.reject_status, json.dumps({"error": {"message": message}}))
+                    return
+                reply = Reply('{"ok": true}' if "response_format" in request else " ".join(map(str, range(1, 21))))
+                if request.get("stream") and fake.streams:
+                    self._stream(request, reply)
+                else:
+                    self._send(200, json.dumps(fake._completion_body(request, reply)))
+                return
             with fake._lock:
                 fake.requests.append(request)
                 fake.headers.append(dict(self.headers))
@@ -224,6 +289,9 @@ def _make_handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 reply = fake._next(request)
                 if reply.delay > 0:
                     fake._stopping.wait(reply.delay)
+                if request.get("stream") and fake.streams and reply.status == 200 and reply.body is None:
+                    self._stream(request, reply)
+                    return
                 body = reply.body if reply.body is not None else json.dumps(fake._completion_body(request, reply))
             finally:
                 with fake._lock:

@@ -188,7 +188,7 @@ def test_timeout_is_retried_then_reported(fake_llm, make_client):
         client.complete(ASK, stage="answer")
     assert time.monotonic() - started < 2.0
     message = str(info.value)
-    assert "timeout after 0.3 s" in message and "fake-model" in message and fake_llm.url in message
+    assert "no reply within 0.3 s, then 0.6 s" in message and "fake-model" in message and fake_llm.url in message
     assert "2 attempts" in message
     assert len(fake_llm.requests) == 2
 

@@ -24,10 +24,13 @@ from pydantic import BaseModel, Field, field_validator
 from hyperfolio.build.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.facts_offline import ConceptNamer, concept_name
+from hyperfolio.build.ledger import BuildLedger, page_item
 from hyperfolio.model import Chunk
-from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.budget import call_budget, tokens_of
+from hyperfolio.models.errors import ModelCallError, ModelContextError, ModelUnavailableError
 from hyperfolio.models.protocols import StructuredChatModel, VisionModel
-from hyperfolio.models.replies import numbers, unit_strength
+from hyperfolio.models.replies import LenientReply, numbers, unit_strength
+from hyperfolio.models.server_profile import ServerProfile
 from hyperfolio.phrases import clip, normalize_name, one_line
 
 log = logging.getLogger(__name__)
@@ -107,11 +110,23 @@ class FactReply(BaseModel):
         return numbers(value)
 
 
-class PageExtraction(BaseModel):
+class PageExtraction(LenientReply):
     entities: list[EntityReply] = Field(default_factory=list)
     low_edges: list[PairReply] = Field(default_factory=list)
     high_edges: list[GroupReply] = Field(default_factory=list)
     facts: list[FactReply] = Field(default_factory=list)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _grounded(name: str, page_text: str, page_words: set[str]) -> bool:
+    """Does the page support this entity name: the name itself, or at least half of its words?"""
+    low = name.lower()
+    if low in page_text:
+        return True
+    words = [w for w in _WORD.findall(low) if len(w) > 2 or w.isdigit()]
+    return bool(words) and sum(w in page_words for w in words) * 2 >= len(words)
 
 
 def relation_key(text: str) -> str:
@@ -192,6 +207,10 @@ class LLMExtractor:
         self.fallback_pages = 0  # pages extracted offline because the model call failed
         self.image_fallbacks = 0  # figures described by caption and OCR because the vision call failed
         self.errors: list[str] = []  # one line per failed page: "<doc_id> p.<page>: <reason>"
+        self.dropped_items = 0  # reply items that did not validate (or repeated), dropped with a count
+        self.invented = 0  # entities whose names the page does not support, dropped
+        self.ledger: BuildLedger | None = None  # records which pages the model built and which fell back
+        self.on_progress: Callable[[int, int], None] | None = None  # (calls done, calls in all)
         self._lock = threading.Lock()
         self._figure_notes: dict[str, str] = {}
         self.keep_note = keep_note  # stores a figure description with its chunk, for answering later
@@ -245,7 +264,7 @@ class LLMExtractor:
                 self.image_fallbacks += 1
             return ""
 
-    def _render_chunk(self, number: int, chunk: Chunk) -> str:
+    def _render_chunk(self, number: int, chunk: Chunk, limit: int | None = None) -> str:
         if chunk.modality == "table":
             label = "table"
             body = (f"caption: {one_line(chunk.caption)}\n" if chunk.caption else "") + _table_rows(chunk)
@@ -263,10 +282,34 @@ class LLMExtractor:
         else:
             label = chunk.modality
             body = chunk.text.strip()
-        return f"[{number}] ({label})\n{clip(body, self.max_chunk_chars)}"
+        return f"[{number}] ({label})\n{clip(body, limit or self.max_chunk_chars)}"
 
-    def messages(self, unit: PageUnit, chunks: list[Chunk]) -> list[dict[str, Any]]:
-        """The conversation for one page; `chunks` are the page's usable chunks, numbered from 1."""
+    def page_room(self, profile: ServerProfile | None, cap: int | None = None) -> tuple[int, int]:
+        """(characters of page text that fit one call, reply tokens) on a server with this profile."""
+        budget = call_budget(profile, cap=cap)
+        fixed = tokens_of(SYSTEM_PROMPT) + 80  # system prompt, page header and closing instruction
+        room = budget.chars(max(64, budget.prompt_tokens - fixed))
+        return max(400, min(self.max_page_chars, room)), budget.max_tokens
+
+    def _room(self) -> tuple[int, int]:
+        return self.page_room(getattr(self.chat, "profile", None), getattr(self.chat, "max_tokens", None))
+
+    def plan(self, chunks: list[Chunk], room: int) -> list[list[Chunk]]:
+        """The page's chunks in calls of at most `room` characters each (one call when they fit)."""
+        parts: list[list[Chunk]] = [[]]
+        used = 0
+        for chunk in chunks:
+            size = min(len(self._render_chunk(1, chunk, room)), room)
+            if parts[-1] and used + size > room:
+                parts.append([])
+                used = 0
+            parts[-1].append(chunk)
+            used += size
+        return parts
+
+    def messages(self, unit: PageUnit, chunks: list[Chunk], room: int | None = None) -> list[dict[str, Any]]:
+        """The conversation for one page (or part of one); `chunks` are numbered from 1."""
+        room = room or self.max_page_chars
         paths = list(dict.fromkeys(tuple(c.section_path) for c in chunks if c.section_path))
         # A heading chunk's path is a prefix of its section's: show only the deepest paths.
         deepest = [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
@@ -276,8 +319,8 @@ class LLMExtractor:
             head.append("Section: " + " | ".join(sections[:4]))
         body, used = [], 0
         for number, chunk in enumerate(chunks, 1):
-            block = self._render_chunk(number, chunk)
-            if used + len(block) > self.max_page_chars and body:
+            block = self._render_chunk(number, chunk, min(self.max_chunk_chars, room))
+            if used + len(block) > room and body:
                 break
             body.append(block)
             used += len(block)
@@ -295,10 +338,15 @@ class LLMExtractor:
             return list(dict.fromkeys(ids[r - 1] for r in refs if 1 <= r <= len(ids)))
 
         by_key: dict[str, ExtractedEntity] = {}
+        page_words = set(_WORD.findall(page_text))
         for item in reply.entities:
             name = one_line(item.name)
             key = normalize_name(name)
             if not key:
+                continue
+            if not _grounded(name, page_text, page_words):
+                with self._lock:
+                    self.invented += 1  # a name the page does not support (e.g. a schema echoed back)
                 continue
             cited = chunk_ids(item.chunk_refs) or list(ids)
             found = by_key.get(key)
@@ -387,29 +435,63 @@ class LLMExtractor:
         self._describe_figures(units)
         graphs: list[PageGraph | None] = [None] * len(units)
         usable = [[c for c in u.chunks if self._usable(c)] for u in units]
-        todo = [i for i, chunks in enumerate(usable) if chunks]
         for i, unit in enumerate(units):
             if not usable[i]:
                 graphs[i] = PageGraph(unit.doc_id, unit.page)
-        failed: list[int] = []
-        for start in range(0, len(todo), self.batch):
-            group = todo[start : start + self.batch]
-            conversations = [self.messages(units[i], usable[i]) for i in group]
-            replies = self.chat.complete_json_many(
-                conversations, PageExtraction, stage=self.stage, return_exceptions=True
-            )
-            for i, reply in zip(group, replies, strict=True):
-                self.pages += 1
-                if isinstance(reply, PageExtraction):
-                    graphs[i] = self.to_graph(units[i], usable[i], reply)
-                    continue
-                if not isinstance(reply, ModelCallError):
-                    raise reply  # a bug, not a model failure
-                unit = units[i]
-                log.warning("extraction of %s page %d failed; extracting it offline: %s", unit.doc_id, unit.page, reply)
-                self.errors.append(f"{unit.doc_id} p.{unit.page}: {reply}")
+        room, reply_tokens = self._room()
+        jobs = [(i, part) for i, chunks in enumerate(usable) if chunks for part in self.plan(chunks, room)]
+        parts: dict[int, list[PageGraph]] = {}
+        failures: dict[int, str] = {}
+        quiet: set[int] = set()
+        replanned = False
+        while jobs:
+            retry: list[tuple[int, list[Chunk]]] = []
+            for start in range(0, len(jobs), self.batch):
+                group = jobs[start : start + self.batch]
+                conversations = [self.messages(units[i], part, room) for i, part in group]
+                replies = self.chat.complete_json_many(
+                    conversations, PageExtraction, stage=self.stage, return_exceptions=True, max_tokens=reply_tokens
+                )
+                for (i, part), reply in zip(group, replies, strict=True):
+                    if isinstance(reply, PageExtraction):
+                        with self._lock:
+                            self.dropped_items += reply.dropped
+                        graph = self.to_graph(units[i], part, reply)
+                        if graph.entities:
+                            parts.setdefault(i, []).append(graph)
+                        else:  # valid JSON that names nothing on the page (a weak model echoing the schema)
+                            failures.setdefault(i, "the model's reply named nothing found on the page")
+                    elif isinstance(reply, ModelContextError) and not replanned:
+                        retry.append((i, part))  # the server's context is smaller than assumed: split again
+                    elif isinstance(reply, ModelCallError):
+                        failures.setdefault(i, str(reply))
+                        if isinstance(reply, ModelUnavailableError):
+                            quiet.add(i)  # the breaker announced the stage offline once already
+                    else:
+                        raise reply  # a bug, not a model failure
+                if self.on_progress is not None:
+                    self.on_progress(min(start + len(group), len(jobs)), len(jobs))
+            jobs = []
+            if retry:
+                replanned = True
+                room, reply_tokens = self._room()
+                jobs = [(i, piece) for i, part in retry for piece in self.plan(part, room)]
+        for i, unit in enumerate(units):
+            if graphs[i] is not None:
+                continue
+            self.pages += 1
+            if i in failures:
+                say = log.debug if i in quiet else log.warning
+                say("extraction of %s page %d failed; extracting it offline: %s", unit.doc_id, unit.page, failures[i])
+                self.errors.append(f"{unit.doc_id} p.{unit.page}: {failures[i]}")
                 self.fallback_pages += 1
-                failed.append(i)
+                if self.ledger is not None:
+                    self.ledger.offline(unit.doc_id, self.stage, page_item(unit.page), failures[i])
+                continue
+            graphs[i] = _joined(unit, parts.get(i, []))
+            if self.ledger is not None:
+                self.ledger.model(unit.doc_id, self.stage, page_item(unit.page))
+        failed = [i for i in range(len(units)) if graphs[i] is None]
         if failed:
             # Offline statistics span the document, so the fallback sees every page, keeps the failed ones.
             offline = self.offline.extract_document(units)
@@ -423,3 +505,12 @@ class LLMExtractor:
             for entity in untyped:
                 entity.concept = namer.concept(entity.name, entity.type)
         return done
+
+
+def _joined(unit: PageUnit, graphs: list[PageGraph]) -> PageGraph:
+    """One page's graph from the graphs of its parts (calls); merging later collapses repeated names."""
+    out = PageGraph(unit.doc_id, unit.page)
+    for graph in graphs:
+        out.entities.extend(graph.entities)
+        out.edges.extend(graph.edges)
+    return out

@@ -37,6 +37,7 @@ class GraphReport:
     concepts: int = 0
     themes: int = 0
     seconds: float = 0.0
+    offline: int = 0  # parts built offline because the model failed (build/ledger.py)
 
 
 def entity_text(entity: Entity) -> str:

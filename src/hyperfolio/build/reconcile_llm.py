@@ -26,6 +26,7 @@ from hyperfolio.build.reconcile import (
 )
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.models.replies import LenientReply
 from hyperfolio.phrases import clip, one_line
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class ConflictPair(BaseModel):
         return next((k for k in KINDS if word.startswith(k[:4])), MUTUAL)
 
 
-class DetectReply(BaseModel):
+class DetectReply(LenientReply):
     conflicts: list[ConflictPair] = Field(default_factory=list)
 
 
@@ -68,7 +69,7 @@ class FactDecision(BaseModel):
         return "kept"
 
 
-class ResolveReply(BaseModel):
+class ResolveReply(LenientReply):
     decisions: list[FactDecision] = Field(default_factory=list)
 
 

@@ -21,7 +21,7 @@ from hyperfolio.build.refine import STAR_EDGES, OfflineRefiner, PageContext, Sta
 from hyperfolio.model import Entity
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
-from hyperfolio.models.replies import Numbers, Strength
+from hyperfolio.models.replies import LenientReply, Numbers, Strength
 from hyperfolio.phrases import clip, normalize_name, one_line
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class RefinedRelation(BaseModel):
     sources: Numbers = Field(default_factory=list, description="numbers of the listed relations it combines")
 
 
-class RefineReply(BaseModel):
+class RefineReply(LenientReply):
     relations: list[RefinedRelation] = Field(default_factory=list)
 
 

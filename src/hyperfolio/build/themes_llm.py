@@ -15,8 +15,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hyperfolio.build.layers import ChunkTheme, OfflineThemer, chunk_text
+from hyperfolio.build.ledger import BuildLedger
 from hyperfolio.model import Chunk
-from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.errors import ModelCallError, ModelUnavailableError
 from hyperfolio.models.openai_compat import system_message, user_message
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.phrases import clip, normalize_name, one_line
@@ -61,6 +62,7 @@ class LLMThemer:
         self.stage = stage
         self.fallback = OfflineThemer(key_entities)
         self.fallbacks = 0
+        self.ledger: BuildLedger | None = None  # records which chunk themes the model wrote
 
     def _messages(self, chunk: Chunk, names: list[str], image: bytes | None) -> list[dict[str, Any]]:
         scope = " > ".join(p for p in chunk.section_path if p)
@@ -86,11 +88,17 @@ class LLMThemer:
             if not isinstance(reply, ThemeReply):
                 if not isinstance(reply, ModelCallError):
                     raise reply
-                log.warning("theme of %s failed; using the offline theme: %s", chunk.chunk_id, reply)
+                # A stage taken offline by the breaker was announced once; its skipped calls stay quiet.
+                say = log.debug if isinstance(reply, ModelUnavailableError) else log.warning
+                say("theme of %s failed; using the offline theme: %s", chunk.chunk_id, reply)
                 self.fallbacks += 1
+                if self.ledger is not None:
+                    self.ledger.offline(chunk.doc_id, self.stage, chunk.chunk_id, str(reply))
                 if chunk.chunk_id in offline:
                     out.append(offline[chunk.chunk_id])
                 continue
+            if self.ledger is not None:
+                self.ledger.model(chunk.doc_id, self.stage, chunk.chunk_id)
             ids = {normalize_name(n): e for e, n in entities[chunk.chunk_id]}
             key = [ids[normalize_name(n)] for n in reply.key_entities if normalize_name(n) in ids]
             key = list(dict.fromkeys(key))[: self.key_entities]

@@ -51,3 +51,17 @@ class ModelOutputError(ModelCallError):
     def __init__(self, model: str, base_url: str, reason: str, *, raw: str = "", stage: str = "", attempts: int = 1):
         super().__init__(model, base_url, reason, stage=stage, attempts=attempts)
         self.raw = raw
+
+
+class ModelUnavailableError(ModelCallError):
+    """The stage's circuit is open after repeated failures: the call was not sent."""
+
+
+class ModelContextError(ModelCallError):
+    """The prompt does not fit the model's context; `context_tokens` is the length the server named."""
+
+    def __init__(
+        self, model: str, base_url: str, reason: str, *, context_tokens: int | None = None, stage: str = ""
+    ) -> None:
+        super().__init__(model, base_url, reason, stage=stage)
+        self.context_tokens = context_tokens

@@ -7,11 +7,16 @@ carrying the schema, bare `json_object`, then plain prompting - and remembers th
 worked. Whatever the server returns is parsed with repair and validated against a pydantic model;
 an invalid reply is sent back once with the error so the model can correct it.
 
-Transport: per-call timeout; bounded retries with exponential backoff and jitter on timeouts,
-connection errors, 429 (honouring Retry-After) and 5xx; a semaphore bounds requests in flight.
-All HTTP runs on one private event loop in a background thread, so the synchronous methods work
-from plain code and from threads, the async ones from any event loop, and both share one
-concurrency limit and one connection pool.
+Transport: replies are streamed, and the timeout measures silence, not length: the first token
+must come within a budget sized to the prompt (from the server's measured reading speed), then
+each piece within `timeout` seconds of the last, so a slow but alive generation finishes. A
+request that times out is retried with twice the budget, never the same one; leaving a stream
+closes its connection, so the server stops generating for it. Connection errors, 429 (honouring
+Retry-After) and 5xx are retried with exponential backoff and jitter. Requests in flight are
+bounded by an AdaptiveLimit shared by every client of the same server (its slot count, else
+learned), and a CircuitBreaker takes a stage offline after repeated failures. All HTTP runs on one
+private event loop in a background thread (one per ModelSet), so the synchronous methods work
+from plain code and from threads, the async ones from any event loop.
 """
 
 from __future__ import annotations
@@ -38,10 +43,25 @@ from hyperfolio.models.cache import ResponseCache, cache_key
 from hyperfolio.models.errors import (
     ModelCallError,
     ModelConnectionError,
+    ModelContextError,
     ModelHTTPError,
     ModelOutputError,
     ModelTimeoutError,
+    ModelUnavailableError,
 )
+from hyperfolio.models.flow import AdaptiveLimit, CircuitBreaker
+from hyperfolio.models.server_profile import (
+    FORMAT_PROBE_PROMPT,
+    FORMAT_PROBE_SCHEMA,
+    PROBE_PROMPT,
+    ProfileStore,
+    ServerProfile,
+    context_from_error,
+    read_models,
+    read_ollama_show,
+    read_props,
+)
+from hyperfolio.models.streaming import StreamError, read_stream
 from hyperfolio.models.usage import UsageMeter, estimate_tokens
 
 M = TypeVar("M", bound=BaseModel)
@@ -177,12 +197,50 @@ def _normalise(text: str, single_quotes: bool) -> str:
     return "".join(out)
 
 
+def _close_truncated(text: str, tries: int = 40) -> Any:
+    """The longest complete prefix of a reply cut off mid-JSON (finish_reason "length"), closed.
+
+    Walks the text once, noting after each complete value (a comma or closing bracket outside
+    strings) which brackets are still open; then, from the end backwards, cuts there and closes
+    them until one cut parses. Items after the last complete one are lost, the rest is kept.
+    """
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        raise ValueError("no JSON")
+    start = min(starts)
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            i = _string_end(text, i, '"')
+            continue
+        if ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+            cuts.append((i + 1, "".join(reversed(stack))))
+            if not stack:
+                break
+        elif ch == ",":
+            cuts.append((i, "".join(reversed(stack))))
+        i += 1
+    for end, closing in reversed(cuts[-tries:]):
+        try:
+            return json.loads(_normalise(text[start:end], single_quotes=False) + closing, strict=False)
+        except json.JSONDecodeError:
+            continue
+    raise ValueError("no complete prefix")
+
+
 def parse_json_reply(text: str) -> Any:
     """Parse a model's JSON reply, repairing what models commonly get wrong.
 
     Tries, in order: the text as is; fenced blocks; the outermost {...}/[...] span; that span
-    without trailing commas and with Python literals fixed; and finally with single-quoted
-    strings turned into double-quoted ones. Raises JSONRepairError when nothing parses.
+    without trailing commas and with Python literals fixed; with single-quoted strings turned
+    into double-quoted ones; and finally, for a reply cut off mid-way, its longest complete
+    prefix with the open brackets closed. Raises JSONRepairError when nothing parses.
     """
     cleaned = _THINK.sub("", text or "").strip()
     if not cleaned:
@@ -205,6 +263,9 @@ def parse_json_reply(text: str) -> Any:
                 first_error = first_error or exc
     if not any(ch in cleaned for ch in "{["):
         raise JSONRepairError("the reply contains no JSON object or array")
+    for candidate in candidates:  # a reply cut off mid-way: keep its complete part
+        with contextlib.suppress(ValueError):
+            return _close_truncated(candidate)
     detail = f"{first_error.msg} at line {first_error.lineno} column {first_error.colno}" if first_error else ""
     raise JSONRepairError(f"the reply is not valid JSON even after repair ({detail})")
 
@@ -292,6 +353,20 @@ class Completion:
     cached: bool = False
     mode: str | None = None  # structured-output strategy that produced it
     finish_reason: str | None = None
+    first_token_seconds: float | None = None  # streamed replies: wait for the first token
+    generation_seconds: float | None = None  # streamed replies: first to last token
+    pieces: int = 0  # streamed replies: content pieces received (about one per token)
+
+
+@dataclass
+class ServerLink:
+    """What the clients of one server share: the event loop, the in-flight limit, the breaker, the profile."""
+
+    limit: AdaptiveLimit
+    breaker: CircuitBreaker
+    profile: ServerProfile | None = None
+    profiles: ProfileStore | None = None
+    runner: _LoopThread | None = None
 
 
 class _FormatRejected(Exception):
@@ -323,6 +398,11 @@ def _retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _mentions_context(body: str) -> bool:
+    low = body.lower()
+    return any(word in low for word in ("context", "n_ctx", "too long", "exceed"))
 
 
 def _mentions_format(body: str) -> bool:
@@ -393,6 +473,8 @@ class OpenAICompatClient:
         max_retry_wait: float = 60.0,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        stream: bool = True,
+        link: ServerLink | None = None,
     ) -> None:
         if not model:
             raise ValueError("a model name is required")
@@ -421,9 +503,11 @@ class OpenAICompatClient:
         self._modes["prompt"] = True
         if structured != "auto":
             self._modes[structured] = True
-        self._runner = _LoopThread(f"hyperfolio-llm-{role}")
+        self.link = link or ServerLink(AdaptiveLimit(self.concurrency, slots=self.concurrency), CircuitBreaker())
+        self._owns_runner = link is None or link.runner is None
+        self._runner = _LoopThread(f"hyperfolio-llm-{role}") if self._owns_runner else link.runner  # type: ignore[union-attr]
+        self.stream = stream
         self._http: httpx.AsyncClient | None = None
-        self._semaphore: asyncio.Semaphore | None = None
         self._probe_lock: asyncio.Lock | None = None
 
     def __repr__(self) -> str:
@@ -489,6 +573,92 @@ class OpenAICompatClient:
     def structured_support(self) -> dict[str, bool | None]:
         return dict(self._modes)
 
+    def probe(self) -> ServerProfile:
+        """Ask the server what it is and measure its speed with one short streamed reply (see server_profile)."""
+        return self._runner.run(self._aprobe())
+
+    async def _aprobe(self) -> ServerProfile:
+        profile = ServerProfile(self.base_url, self.model, probed_at=time.time())
+        http = self._client()
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+
+        async def get_json(url: str, method: str = "GET", payload: Any = None) -> Any:
+            try:
+                async with asyncio.timeout(min(10.0, self.timeout)):
+                    resp = await http.request(method, url, headers=self._headers, json=payload)
+                return resp.json() if resp.status_code < 400 else None
+            except (TimeoutError, httpx.HTTPError, ValueError):
+                return None
+
+        props = await get_json(f"{root}/props")
+        if isinstance(props, dict) and ("total_slots" in props or "default_generation_settings" in props):
+            read_props(props, profile)
+        listing = await get_json(f"{self.base_url}/models")
+        if isinstance(listing, dict):
+            read_models(listing, profile)
+        if profile.kind in ("unknown", "ollama"):
+            shown = await get_json(f"{root}/api/show", "POST", {"model": self.model})
+            if isinstance(shown, dict) and "model_info" in shown:
+                read_ollama_show(shown, profile)
+        await self._probe_formats(profile)
+        body = {"model": self.model, "messages": [user_message(PROBE_PROMPT)], "max_tokens": 24, "temperature": 0}
+        try:
+            status, text, _, reply = await self._post(body, "probe", max(self.timeout, 120.0), self.timeout)
+        except (TimeoutError, httpx.HTTPError, StreamError) as exc:
+            profile.notes.append(f"speed probe failed: {type(exc).__name__}")
+            return profile
+        if reply is None:
+            profile.notes.append(f"speed probe refused: HTTP {status} {' '.join(text.split())[:120]}")
+            context = context_from_error(text)
+            profile.context_tokens = profile.context_tokens or context
+            return profile
+        profile.streaming = self.stream
+        if reply.first_token_seconds and reply.prompt_tokens:
+            profile.prompt_tps = round(reply.prompt_tokens / max(reply.first_token_seconds, 1e-3), 2)
+        if reply.generation_seconds and reply.pieces > 1:
+            profile.generation_tps = round((reply.pieces - 1) / max(reply.generation_seconds, 1e-3), 2)
+        elif reply.seconds and reply.completion_tokens:
+            profile.generation_tps = round(reply.completion_tokens / reply.seconds, 2)
+        return profile
+
+    async def _probe_formats(self, profile: ServerProfile) -> None:
+        """Which structured-output modes the server takes, each tried once with a tiny schema."""
+        messages = [user_message(FORMAT_PROBE_PROMPT)]
+        for mode in MODES[:-1]:
+            if self._modes[mode] is False:
+                continue
+            body = self._structured_body(
+                messages, FORMAT_PROBE_SCHEMA, {"max_tokens": 12, "temperature": 0}, mode, "ok"
+            )
+            try:
+                status, _, _, reply = await self._post(body, "probe", max(self.timeout, 60.0), self.timeout)
+            except (TimeoutError, httpx.HTTPError, StreamError):
+                return  # not the format's fault: leave the rest to be learned by real calls
+            if reply is not None:
+                self._modes[mode] = True
+                break
+            if status in (401, 403, 404, 429):
+                return
+            self._modes[mode] = False
+        profile.structured = dict(self._modes)
+
+    def adopt(self, profile: ServerProfile) -> None:
+        """Use what a profile says: structured-output modes already tried, streaming, slots."""
+        self.link.profile = profile
+        for mode, works in profile.structured.items():
+            if mode in self._modes and mode != "prompt" and works is not None and self._modes[mode] is None:
+                self._modes[mode] = works
+        if profile.streaming is False:
+            self.stream = False
+
+    def _remember_modes(self) -> None:
+        profile = self.link.profile
+        if profile is None or profile.structured == self._modes:
+            return
+        profile.structured = dict(self._modes)
+        if self.link.profiles is not None:
+            self.link.profiles.put(profile)
+
     def models(self) -> list[str]:
         """Model ids the server lists at /models (one GET; retried like any call)."""
 
@@ -513,8 +683,11 @@ class OpenAICompatClient:
                 await self._http.aclose()
                 self._http = None
 
-        self._runner.stop(shutdown)
-        self._semaphore = None
+        if self._owns_runner:
+            self._runner.stop(shutdown)
+        elif self._runner.started and not self._runner.in_loop_thread():
+            with contextlib.suppress(Exception):  # closing must not fail
+                self._runner.run(shutdown())
         self._probe_lock = None
 
     def __enter__(self) -> OpenAICompatClient:
@@ -526,9 +699,10 @@ class OpenAICompatClient:
     # ------------------------------------------------------------------ internals (run on the private loop)
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
+            # Deadlines are enforced per request (see _post); httpx only bounds connecting.
             limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
             self._http = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout + 1.0), limits=limits, transport=self._transport
+                timeout=httpx.Timeout(None, connect=min(30.0, self.timeout)), limits=limits, transport=self._transport
             )
         return self._http
 
@@ -644,7 +818,9 @@ class OpenAICompatClient:
                     self._modes[mode] = False
                     refused_now.append(mode)
                     continue
-                self._modes[mode] = True
+                if self._modes[mode] is not True:
+                    self._modes[mode] = True
+                    self._remember_modes()
                 reply.mode = mode
                 return reply
         except ModelCallError:
@@ -707,60 +883,160 @@ class OpenAICompatClient:
         base = min(self.max_retry_wait, self.backoff * (2**attempt))
         return base * random.uniform(0.5, 1.0)
 
+    @property
+    def profile(self) -> ServerProfile | None:
+        return self.link.profile
+
+    def first_token_budget(self, body: Mapping[str, Any]) -> float:
+        """Seconds to wait for the first token: the timeout, or more when the prompt takes longer to read."""
+        profile = self.link.profile
+        if profile is None or not profile.prompt_tps:
+            return self.timeout
+        reading = estimate_tokens(body.get("messages") or []) / profile.prompt_tps
+        return max(self.timeout, 2.0 * reading + 5.0)
+
     async def _send(self, body: dict[str, Any], stage: str, *, probe: bool) -> Completion:
         """POST one chat completion with retries; raises a ModelCallError subclass or _FormatRejected."""
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.concurrency)
-        http = self._client()
-        url = f"{self.base_url}/chat/completions"
+        breaker, limit = self.link.breaker, self.link.limit
+        if not breaker.allow(stage):
+            raise ModelUnavailableError(
+                self.model, self.base_url, "skipped: the model failed repeatedly, this stage runs offline", stage=stage
+            )
         has_format = "response_format" in body
         attempts = self.max_retries + 1
+        first, idle = self.first_token_budget(body), self.timeout
+        budgets: list[float] = []
         failure: ModelCallError | None = None
         for attempt in range(attempts):
             started = time.monotonic()
             wait = self._wait(attempt)
+            await limit.acquire()
             try:
-                async with self._semaphore:
-                    started = time.monotonic()
-                    async with asyncio.timeout(self.timeout):
-                        resp = await http.post(url, json=body, headers=self._headers)
+                started = time.monotonic()
+                status, text, headers, reply = await self._post(body, stage, first, idle)
             except (TimeoutError, httpx.TimeoutException):
-                failure = ModelTimeoutError(self.model, self.base_url, f"timeout after {self.timeout:g} s", stage=stage)
-            except httpx.TransportError as exc:
-                reason = f"connection failed ({type(exc).__name__}: {exc})"
-                failure = ModelConnectionError(self.model, self.base_url, reason, stage=stage)
-            else:
-                elapsed = time.monotonic() - started
-                status = resp.status_code
-                if status < 400:
-                    try:
-                        data = resp.json()
-                    except ValueError:
-                        failure = ModelHTTPError(
-                            self.model, self.base_url, status, "body is not JSON: " + resp.text, stage=stage
-                        )
-                    else:
-                        return await self._completion(data, body, stage, elapsed, attempt)
+                budgets.append(first)
+                waited = "timeout: no reply within " + ", then ".join(f"{b:g} s" for b in budgets)
+                failure = ModelTimeoutError(self.model, self.base_url, waited, stage=stage)
+                limit.overloaded()
+                first, idle, wait = first * 2, idle * 2, 0.0  # never again at the same budget
+            except (httpx.TransportError, StreamError) as exc:
+                if isinstance(exc, StreamError):
+                    failure = ModelHTTPError(self.model, self.base_url, exc.status, str(exc), stage=stage)
                 else:
-                    text = resp.text
-                    if has_format and status != 429:
-                        refused = status in (400, 422, 500) and _mentions_format(text)
-                        if refused or (probe and status not in (401, 403, 404)):
-                            raise _FormatRejected(status, text)
-                    failure = ModelHTTPError(self.model, self.base_url, status, text, stage=stage)
-                    if status == 429:
-                        after = _retry_after(resp.headers.get("Retry-After"))
-                        if after is not None:
-                            wait = min(after, self.max_retry_wait)
-                    elif status < 500 and status != 408:
-                        raise type(failure)(**_rebuild(failure, attempt + 1))
+                    reason = f"connection failed ({type(exc).__name__}: {exc})"
+                    failure = ModelConnectionError(self.model, self.base_url, reason, stage=stage)
+            else:
+                if reply is not None:
+                    breaker.succeeded(stage)
+                    limit.succeeded(reply.completion_tokens)
+                    return reply
+                context = context_from_error(text) if status in (400, 413, 422, 500) else None
+                if context is not None and _mentions_context(text):
+                    self._learn_context(context)
+                    raise ModelContextError(
+                        self.model,
+                        self.base_url,
+                        f"the prompt does not fit: {' '.join(text.split())[:200]}",
+                        context_tokens=context,
+                        stage=stage,
+                    )
+                if has_format and status != 429:
+                    refused = status in (400, 422, 500) and _mentions_format(text)
+                    if refused or (probe and status not in (401, 403, 404)):
+                        raise _FormatRejected(status, text)
+                failure = ModelHTTPError(self.model, self.base_url, status, text, stage=stage)
+                if status in (429, 503):
+                    limit.overloaded()
+                if status == 429:
+                    after = _retry_after(headers.get("Retry-After"))
+                    if after is not None:
+                        wait = min(after, self.max_retry_wait)
+                elif status < 500 and status != 408:
+                    raise type(failure)(**_rebuild(failure, attempt + 1))
+            finally:
+                await limit.release()
             if attempt + 1 >= attempts:
                 break
             if self.usage is not None:
                 await asyncio.to_thread(self.usage.record_retry, stage, time.monotonic() - started)
             await asyncio.sleep(wait)
         assert failure is not None
+        breaker.failed(stage, failure.reason)
         raise type(failure)(**_rebuild(failure, attempts))
+
+    def _learn_context(self, tokens: int) -> None:
+        profile = self.link.profile
+        if profile is not None and profile.context_tokens != tokens:
+            profile.context_tokens = tokens
+            if self.link.profiles is not None:
+                self.link.profiles.put(profile)
+
+    async def _post(
+        self, body: dict[str, Any], stage: str, first: float, idle: float
+    ) -> tuple[int, str, Mapping[str, str], Completion | None]:
+        """One request: (status, error text, headers, None) on an HTTP error, else the reply.
+
+        Streamed when the server streams: `first` bounds the wait for the first token, `idle` each
+        later silence. Unstreamed, the whole reply must come within `first` plus what the server
+        needs to write `max_tokens` (from the probe), or `first` + `idle` when that is unknown.
+        """
+        http = self._client()
+        url = f"{self.base_url}/chat/completions"
+        profile = self.link.profile
+        streaming = self.stream and (profile is None or profile.streaming is not False)
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        if not streaming:
+            total = first + idle
+            if profile is not None and profile.generation_tps and body.get("max_tokens"):
+                total = first + 1.5 * float(body["max_tokens"]) / profile.generation_tps
+            async with asyncio.timeout(total):
+                resp = await http.post(url, json=body, headers=self._headers)
+            if resp.status_code >= 400:
+                return resp.status_code, resp.text, resp.headers, None
+            return 200, "", resp.headers, await self._parsed(resp.text, body, stage, time.monotonic() - started)
+        async with asyncio.timeout(first) as deadline:
+            async with http.stream("POST", url, json={**body, "stream": True}, headers=self._headers) as resp:
+                if resp.status_code >= 400:
+                    text = (await resp.aread()).decode("utf-8", "replace")
+                    if resp.status_code in (400, 422) and "stream" in text.lower() and not _mentions_format(text):
+                        self._no_streaming()
+                        return await self._post(body, stage, first, idle)
+                    return resp.status_code, text, resp.headers, None
+                if "text/event-stream" not in resp.headers.get("content-type", ""):
+                    deadline.reschedule(loop.time() + idle)
+                    text = (await resp.aread()).decode("utf-8", "replace")
+                    return 200, "", resp.headers, await self._parsed(text, body, stage, time.monotonic() - started)
+                result = await read_stream(resp.aiter_lines(), deadline, idle)
+        if not result.done:
+            raise httpx.RemoteProtocolError("the stream ended before the reply was complete")
+        data = {
+            "choices": [{"message": {"content": result.text}, "finish_reason": result.finish_reason}],
+            "usage": result.usage or {"completion_tokens": result.pieces} if result.pieces else result.usage,
+        }
+        reply = await self._completion(data, body, stage, time.monotonic() - started, 0)
+        reply.first_token_seconds = (result.first_token_at - started) if result.first_token_at else None
+        reply.generation_seconds = (
+            result.last_token_at - result.first_token_at if result.first_token_at and result.last_token_at else None
+        )
+        reply.pieces = result.pieces
+        return 200, "", resp.headers, reply
+
+    def _no_streaming(self) -> None:
+        if self.link.profile is None:
+            self.link.profile = ServerProfile(self.base_url, self.model)
+        self.link.profile.streaming = False
+        if self.link.profiles is not None:
+            self.link.profiles.put(self.link.profile)
+        self.stream = False
+
+    async def _parsed(self, text: str, body: Mapping[str, Any], stage: str, elapsed: float) -> Completion:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise StreamError("body is not JSON: " + text[:300], 502) from None
+        return await self._completion(data, body, stage, elapsed, 0)
 
     async def _completion(
         self, data: Mapping[str, Any], body: Mapping[str, Any], stage: str, elapsed: float, retries: int

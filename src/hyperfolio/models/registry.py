@@ -8,6 +8,7 @@ its own `vision_model`, so a text-only model is never sent images by accident.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +16,12 @@ from pathlib import Path
 from hyperfolio.config import ModelOptions, Settings
 from hyperfolio.models.cache import ResponseCache
 from hyperfolio.models.errors import ModelConfigError
-from hyperfolio.models.openai_compat import OpenAICompatClient
+from hyperfolio.models.flow import AdaptiveLimit, CircuitBreaker
+from hyperfolio.models.openai_compat import OpenAICompatClient, ServerLink, _LoopThread
+from hyperfolio.models.server_profile import ProfileStore, ServerProfile
 from hyperfolio.models.usage import StageUsage, UsageMeter
+
+log = logging.getLogger(__name__)
 
 ROLES = ("extract", "keywords", "answer", "vision", "judge")
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -62,6 +67,7 @@ def make_chat_model(
     settings: Settings | ModelOptions,
     cache: ResponseCache | None = None,
     usage: UsageMeter | None = None,
+    link: ServerLink | None = None,
 ) -> OpenAICompatClient | None:
     """A client for `role` (it also serves as the VisionModel for "vision"), or None when offline."""
     endpoint = resolve_endpoint(role, settings)
@@ -82,6 +88,8 @@ def make_chat_model(
         cache=cache if opts.cache else None,
         usage=usage,
         max_retry_wait=opts.max_retry_wait,
+        stream=opts.stream,
+        link=link,
     )
 
 
@@ -94,22 +102,69 @@ def make_vision_model(
 class ModelSet:
     """The clients of every configured role over one collection database, sharing cache and usage.
 
-    Clients are made on first use; each role has its own (its own concurrency limit, and its
-    role as the default stage name in the usage table).
+    Clients are made on first use; each role has its own (its role is the default stage name in
+    the usage table). Clients of the same server share one ServerLink: one event loop, one
+    in-flight limit sized to the server, one circuit breaker and the server's profile, probed on
+    first use and kept in the collection database.
     """
 
     def __init__(self, settings: Settings | ModelOptions, database: str | Path | None = None) -> None:
         self.options = _options(settings)
         self.cache = ResponseCache(database) if database is not None and self.options.cache else None
         self.usage = UsageMeter(database)
+        self.profiles = ProfileStore(database)
         self._lock = threading.Lock()
         self._clients: dict[str, OpenAICompatClient | None] = {}
+        self._links: dict[str, ServerLink] = {}
+        self._runner = _LoopThread("hyperfolio-llm")
+
+    def _link(self, base_url: str, model: str) -> ServerLink:
+        key = f"{base_url}|{model}"
+        if key not in self._links:
+            opts = self.options
+            self._links[key] = ServerLink(
+                AdaptiveLimit(opts.concurrency),
+                CircuitBreaker(opts.breaker_failures, opts.breaker_cooldown),
+                profiles=self.profiles,
+                runner=self._runner,
+            )
+        return self._links[key]
 
     def get(self, role: str) -> OpenAICompatClient | None:
         with self._lock:
             if role not in self._clients:
-                self._clients[role] = make_chat_model(role, self.options, self.cache, self.usage)
+                endpoint = resolve_endpoint(role, self.options)
+                client = None
+                if endpoint is not None:
+                    link = self._link(endpoint.base_url, endpoint.model)
+                    client = make_chat_model(role, self.options, self.cache, self.usage, link)
+                    assert client is not None
+                    self._prepare(client)
+                self._clients[role] = client
             return self._clients[role]
+
+    def profile(self, role: str = "extract") -> ServerProfile | None:
+        """The profile of the server serving `role` (probed now if it was not yet), None offline."""
+        client = self.get(role)
+        return None if client is None else client.link.profile
+
+    def _prepare(self, client: OpenAICompatClient) -> None:
+        """Give a new client its server's profile: the stored one, else a fresh probe (when allowed)."""
+        link, opts = client.link, self.options
+        if link.profile is None:
+            profile = self.profiles.get(client.base_url, client.model)
+            if profile is None and opts.probe:
+                log.info("probing model server %s (%s)", client.base_url, client.model)
+                profile = client.probe()
+                self.profiles.put(profile)
+                log.info("model server: %s", profile.describe())
+            if profile is None:
+                profile = ServerProfile(client.base_url, client.model)
+            if opts.context_tokens:
+                profile.context_tokens = opts.context_tokens
+            link.profile = profile
+            _size_limit(link.limit, profile)
+        client.adopt(link.profile)
 
     @property
     def configured(self) -> bool:
@@ -125,12 +180,26 @@ class ModelSet:
                 if client is not None:
                     client.close()
             self._clients.clear()
+            self._links.clear()
+        self._runner.stop()
         if self.cache is not None:
             self.cache.close()
         self.usage.close()
+        self.profiles.close()
 
     def __enter__(self) -> ModelSet:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _size_limit(limit: AdaptiveLimit, profile: ServerProfile) -> None:
+    """Requests in flight from what the server is: its slots; hosted APIs and vLLM batch, so the
+    configured ceiling; llama-cpp-python serves one at a time; otherwise learned while running."""
+    if profile.slots:
+        limit.set_slots(profile.slots)
+    elif profile.kind in ("openai", "vllm"):
+        limit.set_slots(limit.ceiling)
+    elif profile.kind == "llama-cpp-python":
+        limit.set_slots(1)

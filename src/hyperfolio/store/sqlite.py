@@ -134,6 +134,14 @@ CREATE TABLE IF NOT EXISTS refine_state (
     edge_ids TEXT NOT NULL DEFAULT '[]',
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS model_builds (
+    doc_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    item TEXT NOT NULL,
+    how TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (doc_id, stage, item)
+);
 """
     + CONCEPT_SCHEMA
 )
@@ -308,28 +316,43 @@ class SQLiteStore(ConceptTables):
         with self.transaction() as db:
             db.execute("DELETE FROM chunks_fts WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM vectors WHERE doc_id = ?", (doc_id,))
-            db.execute("DELETE FROM provenance WHERE doc_id = ?", (doc_id,))
-            for table in ("concept_edges", "concept_evidence", "conflict_log", "reconcile_stats"):
-                db.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM doc_status WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
-            # Hypergraph items left without any provenance were supported only by this document.
-            orphans = "SELECT 1 FROM provenance p WHERE p.item_kind = ? AND p.item_id = {col}"
-            db.execute(
-                "DELETE FROM hyperedges WHERE NOT EXISTS (" + orphans.format(col="hyperedges.edge_id") + ")",
-                ("hyperedge",),
-            )
-            db.execute(
-                "DELETE FROM entities WHERE NOT EXISTS (" + orphans.format(col="entities.entity_id") + ")",
-                ("entity",),
-            )
-            # Graph vectors are keyed "<item>|<doc_id>" and went with the document's vectors above.
-            db.execute("DELETE FROM refine_state WHERE anchor_id NOT IN (SELECT entity_id FROM entities)")
-            db.execute("DELETE FROM concepts WHERE concept_id NOT IN (SELECT concept_id FROM entity_concepts)")
+            self._drop_graph_of(db, doc_id)
         with self._lock:
             self._matrices.clear()
+
+    def clear_document_graph(self, doc_id: str) -> None:
+        """Forget what one document contributed to the hypergraph (its chunks and their vectors stay),
+        so that rebuilding it adds nothing twice and keeps nothing of the old build."""
+        with self.transaction() as db:
+            spaces = "('entity', 'hyperedge', 'concept', 'relation', 'theme')"
+            db.execute(f"DELETE FROM vectors WHERE doc_id = ? AND space IN {spaces}", (doc_id,))
+            self._drop_graph_of(db, doc_id)
+        with self._lock:
+            self._matrices.clear()
+
+    @staticmethod
+    def _drop_graph_of(db: sqlite3.Connection, doc_id: str) -> None:
+        db.execute("DELETE FROM provenance WHERE doc_id = ?", (doc_id,))
+        for table in ("concept_edges", "concept_evidence", "conflict_log", "reconcile_stats", "model_builds"):
+            db.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
+        # Hypergraph items left without any provenance were supported only by this document.
+        orphans = "SELECT 1 FROM provenance p WHERE p.item_kind = ? AND p.item_id = {col}"
+        db.execute(
+            "DELETE FROM hyperedges WHERE NOT EXISTS (" + orphans.format(col="hyperedges.edge_id") + ")",
+            ("hyperedge",),
+        )
+        db.execute(
+            "DELETE FROM entities WHERE NOT EXISTS (" + orphans.format(col="entities.entity_id") + ")",
+            ("entity",),
+        )
+        db.execute("DELETE FROM incidence WHERE edge_id NOT IN (SELECT edge_id FROM hyperedges)")
+        db.execute("DELETE FROM refine_state WHERE anchor_id NOT IN (SELECT entity_id FROM entities)")
+        db.execute("DELETE FROM entity_concepts WHERE entity_id NOT IN (SELECT entity_id FROM entities)")
+        db.execute("DELETE FROM concepts WHERE concept_id NOT IN (SELECT concept_id FROM entity_concepts)")
 
     # ------------------------------------------------------------------ chunks
     _CHUNK_SELECT = (
@@ -765,6 +788,35 @@ class SQLiteStore(ConceptTables):
             **self.layer_stats(),
         }
 
+    # ------------------------------------------------------------------ who built what (build/ledger.py)
+    def record_builds(self, doc_id: str, rows: list[tuple[str, str, str, str]]) -> None:
+        """Replace a document's record of which parts the model or the offline path built.
+
+        `rows` are (stage, item, how, reason); a rebuild writes the whole record anew.
+        """
+        with self.transaction() as db:
+            db.execute("DELETE FROM model_builds WHERE doc_id = ?", (doc_id,))
+            db.executemany(
+                "INSERT OR REPLACE INTO model_builds (doc_id, stage, item, how, reason) VALUES (?, ?, ?, ?, ?)",
+                [(doc_id, *row) for row in rows],
+            )
+
+    def builds(self, doc_id: str | None = None, how: str | None = None) -> list[tuple[str, str, str, str, str]]:
+        """(doc_id, stage, item, how, reason) rows, optionally of one document and one kind."""
+        sql, args = "SELECT doc_id, stage, item, how, reason FROM model_builds WHERE 1 = 1", []
+        if doc_id is not None:
+            sql, args = sql + " AND doc_id = ?", [*args, doc_id]
+        if how is not None:
+            sql, args = sql + " AND how = ?", [*args, how]
+        return [tuple(r) for r in self._query(sql + " ORDER BY doc_id, stage, item", tuple(args))]
+
+    def build_counts(self) -> dict[str, dict[str, int]]:
+        """{stage: {how: count}} over the collection."""
+        out: dict[str, dict[str, int]] = {}
+        for stage, how, n in self._query("SELECT stage, how, COUNT(*) FROM model_builds GROUP BY stage, how"):
+            out.setdefault(stage, {})[how] = int(n)
+        return out
+
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, Any]:
         def count(sql: str) -> int:
@@ -783,6 +835,7 @@ class SQLiteStore(ConceptTables):
             "entities": count("SELECT COUNT(*) FROM entities"),
             "hyperedges": count("SELECT COUNT(*) FROM hyperedges"),
             **self.graph_stats(),
+            "built_by": self.build_counts(),
             "database_bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
 
