@@ -106,8 +106,11 @@ class _BarProgress(AddProgress):
     def graph_stage(self, stage: str) -> None:
         self.progress.update(self.task, current=f"{self.name} {stage}")
         # Without a terminal the bar is not redrawn: say what the long stages are doing, now and then.
-        now = time.perf_counter()
-        if not self.progress.console.is_terminal and stage != self._said and now - self._said_at >= 5.0:
+        # A new stage is said at once, progress within a stage at most every 5 s.
+        now, key = time.perf_counter(), stage.split(" (")[0].split(":")[0]
+        if self.progress.console.is_terminal or stage == self._said:
+            return
+        if key != self._said.split(" (")[0].split(":")[0] or now - self._said_at >= 5.0:
             self.progress.console.print(f"{self.name}: {stage}", soft_wrap=True, highlight=False)
             self._said, self._said_at = stage, now
 
@@ -271,7 +274,7 @@ def _say_offline_parts(col: Collection) -> None:
     reason = parts[-1][3]
     errors.print(
         f"[yellow]built offline because the model failed:[/yellow] {counts} (last reason: {reason}). "
-        "When the model is back, `hyperfolio build --retry-model` redoes just these.",
+        "To redo just these with the model later: `hyperfolio build --retry-model`.",
         soft_wrap=True,
     )
 

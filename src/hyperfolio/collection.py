@@ -214,12 +214,15 @@ class Collection:
         path = self.path / relative
         return path.read_bytes() if path.is_file() else None
 
-    @property
-    def extractor(self) -> Extractor:
-        offline = OfflineExtractor(
+    def _offline_extractor(self) -> OfflineExtractor:
+        return OfflineExtractor(
             multimodal=self.settings.build.multimodal,
             max_entities_per_page=self.settings.build.max_entities_per_page,
         )
+
+    @property
+    def extractor(self) -> Extractor:
+        offline = self._offline_extractor()
         chat = self.models.get("extract")
         if chat is None:
             return offline
@@ -388,9 +391,8 @@ class Collection:
     def _write(self, doc: Document) -> None:
         """Assign ids, put image bytes on disk, then persist the parsed document in one transaction."""
         image_dir = self.path / "images" / doc.doc_id
+        doc.assign_chunk_ids()
         for chunk in doc.chunks:
-            chunk.doc_id = doc.doc_id
-            chunk.chunk_id = f"{doc.doc_id}:{chunk.page}:{chunk.order}"
             if chunk.image is not None:
                 image_dir.mkdir(parents=True, exist_ok=True)
                 target = image_dir / f"p{chunk.page}-{chunk.order}.{chunk.image_ext}"
@@ -657,6 +659,7 @@ class Collection:
             slots=client.link.limit.limit if client is not None else 1,
             price_input=opts.price_input,
             price_output=opts.price_output,
+            offline=self._offline_extractor(),
         )
 
     def stats(self) -> dict[str, Any]:

@@ -72,6 +72,12 @@ class Document:
     def chunks(self) -> list[Chunk]:
         return [c for p in self.pages for c in p.chunks]
 
+    def assign_chunk_ids(self) -> None:
+        """Chunk ids are "<doc_id>:<page>:<order>", set once the document's id is known."""
+        for chunk in self.chunks:
+            chunk.doc_id = self.doc_id
+            chunk.chunk_id = f"{self.doc_id}:{chunk.page}:{chunk.order}"
+
 
 @dataclass
 class DocumentInfo:

@@ -208,3 +208,26 @@ def test_weak_output_is_validated_item_by_item():
     assert reply.low_edges == [] and len(reply.facts) == 1
     assert reply.dropped == 3
     assert "dropped" not in PageExtraction.model_json_schema()["properties"]  # never asked of the model
+
+
+def test_progress_is_reported_per_call(fake_llm, client_for):
+    fake_llm.handler = lambda request: Reply.json({"name": "x"})
+    client = client_for()
+    done: list[int] = []
+    client.complete_json_many([ASK] * 5, Item, on_done=lambda: done.append(1))
+    assert len(done) == 5
+
+
+def test_progress_line_names_stage_calls_speed_and_time_left():
+    from hyperfolio.models.progress import ModelProgress, clock
+    from hyperfolio.models.usage import UsageMeter
+
+    meter = UsageMeter()
+    lines: list[str] = []
+    progress = ModelProgress(meter, lines.append)
+    progress.started -= 10.0  # ten seconds in
+    meter.record("extract", prompt_tokens=100, completion_tokens=50)
+    progress.calls(1, 4)
+    assert lines[-1].startswith("extracting with the model: 1/4 calls")
+    assert "tokens/s" in lines[-1] and "about 30 s left" in lines[-1]
+    assert clock(185) == "3m05s" and clock(3720) == "1h02m"

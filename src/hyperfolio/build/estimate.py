@@ -4,7 +4,8 @@ Extraction is planned exactly as the extractor will run it (the same split of ea
 that fit the server's context, the same prompts, the same JSON instruction when the server cannot
 take a schema), so its calls and prompt tokens are counted, not guessed. Themes are one call per
 chunk that has entities; which chunks have entities, and how many entities span pages (the anchors
-that refinement re-examines), are read off the offline graph of the same pages. Reply lengths come
+that refinement re-examines) and which facts share a head (the groups reconciliation checks)
+are read off the offline graph of the same pages. Reply lengths come
 from this collection's own history with the model when it has one (tokens per call, by stage),
 else from a prior. Time uses the server's measured speeds and slots; price an optional price table.
 """
@@ -21,6 +22,8 @@ from hyperfolio.build.extract_llm import LLMExtractor, PageExtraction
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.layers import chunk_text
 from hyperfolio.build.merge import merge
+from hyperfolio.build.reconcile import OfflineDetector, detection_batches
+from hyperfolio.build.reconcile_llm import DETECT_PROMPT, DetectReply, LLMResolver, ResolveReply
 from hyperfolio.build.themes_llm import PROMPT as THEME_PROMPT
 from hyperfolio.build.themes_llm import ThemeReply
 from hyperfolio.model import Document
@@ -32,7 +35,7 @@ from hyperfolio.phrases import clip, one_line
 
 # Reply tokens per call when the collection has no history: what instruct models write for these
 # replies (a page's entities and facts; a one-sentence theme with keywords; a refined relation list).
-PRIOR_REPLY = {"extract": 450, "themes": 60, "refine": 250}
+PRIOR_REPLY = {"extract": 450, "themes": 60, "refine": 250, "reconcile": 40, "resolve": 80}
 
 
 @dataclass
@@ -113,6 +116,7 @@ def estimate_work(
     slots: int = 1,
     price_input: float = 0.0,
     price_output: float = 0.0,
+    offline: OfflineExtractor | None = None,
 ) -> WorkEstimate:
     """Model calls and tokens per stage for adding `documents` with the model path on."""
     history = history or {}
@@ -122,15 +126,21 @@ def estimate_work(
     extract = StageEstimate("extract")
     themes = StageEstimate("themes")
     refine = StageEstimate("refine")
+    detect = StageEstimate("reconcile")
     reply_extract, note_extract = _reply_tokens("extract", history, budget.max_tokens)
     reply_theme, note_theme = _reply_tokens("themes", history, budget.max_tokens)
     reply_refine, note_refine = _reply_tokens("refine", history, budget.max_tokens)
+    reply_detect, note_detect = _reply_tokens("reconcile", history, budget.max_tokens)
+    detect_schema = _schema_tokens(DetectReply, profile)
+    resolve_schema = _schema_tokens(ResolveReply, profile)
+    resolver = LLMResolver(cast(Any, None))  # planning only: its prompts, no call
     extract_schema = _schema_tokens(PageExtraction, profile)
     theme_schema = _schema_tokens(ThemeReply, profile)
     out = WorkEstimate(server=profile.describe() if profile is not None else "")
-    offline = OfflineExtractor()
+    offline = offline or OfflineExtractor()
     for doc in documents:
         out.documents += 1
+        doc.assign_chunk_ids()
         out.pages += len(doc.pages)
         units = [PageUnit(doc.doc_id, doc.title, p.number, list(p.chunks)) for p in doc.pages]
         out.chunks += sum(len(u.chunks) for u in units)
@@ -158,6 +168,21 @@ def estimate_work(
                     themes.prompt_tokens += estimate_tokens(messages) + theme_schema
                     themes.completion_tokens += reply_theme
         merged = merge(graphs)
+        tables = {c.chunk_id for u in units for c in u.chunks if c.modality == "table"}
+        evidence = {c.chunk_id: c.text for u in units for c in u.chunks}
+        for batch in detection_batches(merged, tables):
+            for conflict in OfflineDetector().confirm(batch):  # the model confirms at least these
+                detect.calls += 1
+                detect.prompt_tokens += estimate_tokens(resolver.messages(conflict, evidence)) + resolve_schema
+                detect.completion_tokens += PRIOR_REPLY["resolve"]
+            for group in batch:
+                detect.calls += 1
+                lines = "\n".join(
+                    f"[{i}] (new) {f.head_name} | {f.relation} | {f.tail_name}" for i, f in enumerate(group, 1)
+                )
+                messages = [system_message(DETECT_PROMPT), user_message(f"Facts:\n{lines}\n\nWhich pairs conflict?")]
+                detect.prompt_tokens += estimate_tokens(messages) + detect_schema
+                detect.completion_tokens += reply_detect
         pages_of = {c.chunk_id: c.page for u in units for c in u.chunks}
         anchors = [e for e in merged.entities.values() if len({pages_of.get(c) for c in e.chunks}) >= anchor_min_pages]
         refine.calls += len(anchors)
@@ -166,7 +191,8 @@ def estimate_work(
     extract.note = note_extract
     themes.note = f"one per chunk with entities; {note_theme}"
     refine.note = f"one per entity on {anchor_min_pages}+ pages (at most); {note_refine}"
-    out.stages = [s for s in (extract, themes, refine) if s.calls]
+    detect.note = f"one per group of facts sharing a head, one per conflict the rules find; {note_detect}"
+    out.stages = [s for s in (extract, detect, themes, refine) if s.calls]
     if profile is not None:
         per_call = [profile.seconds_for(s.prompt_tokens, s.completion_tokens) for s in out.stages]
         if all(t is not None for t in per_call):

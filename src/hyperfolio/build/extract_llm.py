@@ -185,7 +185,7 @@ class LLMExtractor:
         chat: StructuredChatModel,
         vision: VisionModel | None = None,
         multimodal: bool = True,
-        batch: int = 4,
+        batch: int = 32,
         *,
         resolve_image: Callable[[str], bytes | None] | None = None,
         offline: OfflineExtractor | None = None,
@@ -235,7 +235,7 @@ class LLMExtractor:
         ]
         if not todo:
             return
-        with ThreadPoolExecutor(max_workers=self.batch) as pool:
+        with ThreadPoolExecutor(max_workers=min(self.batch, 4)) as pool:
             for chunk, note in zip(todo, pool.map(self._describe_one, todo), strict=True):
                 if note:
                     self._figure_notes[chunk.chunk_id] = note
@@ -444,13 +444,25 @@ class LLMExtractor:
         failures: dict[int, str] = {}
         quiet: set[int] = set()
         replanned = False
+        finished = [0, len(jobs)]  # calls done, calls in this round
+
+        def tick() -> None:
+            finished[0] += 1
+            if self.on_progress is not None:
+                self.on_progress(finished[0], finished[1])
+
         while jobs:
             retry: list[tuple[int, list[Chunk]]] = []
             for start in range(0, len(jobs), self.batch):
                 group = jobs[start : start + self.batch]
                 conversations = [self.messages(units[i], part, room) for i, part in group]
                 replies = self.chat.complete_json_many(
-                    conversations, PageExtraction, stage=self.stage, return_exceptions=True, max_tokens=reply_tokens
+                    conversations,
+                    PageExtraction,
+                    stage=self.stage,
+                    return_exceptions=True,
+                    max_tokens=reply_tokens,
+                    on_done=tick,
                 )
                 for (i, part), reply in zip(group, replies, strict=True):
                     if isinstance(reply, PageExtraction):
@@ -469,13 +481,12 @@ class LLMExtractor:
                             quiet.add(i)  # the breaker announced the stage offline once already
                     else:
                         raise reply  # a bug, not a model failure
-                if self.on_progress is not None:
-                    self.on_progress(min(start + len(group), len(jobs)), len(jobs))
             jobs = []
             if retry:
                 replanned = True
                 room, reply_tokens = self._room()
                 jobs = [(i, piece) for i, part in retry for piece in self.plan(part, room)]
+                finished[:] = [0, len(jobs)]
         for i, unit in enumerate(units):
             if graphs[i] is not None:
                 continue

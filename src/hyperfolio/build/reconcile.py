@@ -321,6 +321,15 @@ def _merged_facts(merged: MergedGraph, tables: set[str]) -> list[Fact]:
     return sorted(out, key=lambda f: (f.position, f.edge_id))
 
 
+def detection_batches(merged: MergedGraph, tables: set[str]) -> list[list[list[Fact]]]:
+    """The candidate groups the detector would be asked about, batch by batch (one batch per chunk),
+    counting only the document's own facts (no earlier documents): what `hyperfolio estimate` plans."""
+    by_chunk: dict[str, list[Fact]] = {}
+    for fact in _merged_facts(merged, tables):
+        by_chunk.setdefault(min(fact.chunks, key=_chunk_position) if fact.chunks else "", []).append(fact)
+    return [candidate_groups(by_chunk[c], by_chunk[c]) for c in sorted(by_chunk, key=_chunk_position)]
+
+
 def _table_chunks(store: SQLiteStore, chunk_ids: Sequence[str]) -> set[str]:
     return {c.chunk_id for c in store.get_chunks(chunk_ids) if c.modality == "table"}
 

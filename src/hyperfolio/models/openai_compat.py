@@ -533,13 +533,21 @@ class OpenAICompatClient:
         stage: str | None = None,
         *,
         return_exceptions: bool = False,
+        on_done: Callable[[], None] | None = None,
         **params: Any,
     ) -> list[M | BaseException]:
-        """Many `complete_json` calls at once, at most `concurrency` in flight; results in input order."""
+        """Many `complete_json` calls at once, as many in flight as the server takes; results in input
+        order. `on_done` is called (from the client's thread) as each call finishes, for progress."""
+
+        async def one(messages: Sequence[Mapping[str, Any]]) -> M:
+            try:
+                return await self._acomplete_json(messages, model_type, stage, params)
+            finally:
+                if on_done is not None:
+                    on_done()
 
         async def run_all() -> list[Any]:
-            jobs = [self._acomplete_json(m, model_type, stage, params) for m in batch]
-            return await asyncio.gather(*jobs, return_exceptions=return_exceptions)
+            return await asyncio.gather(*(one(m) for m in batch), return_exceptions=return_exceptions)
 
         return self._runner.run(run_all())
 
@@ -898,10 +906,6 @@ class OpenAICompatClient:
     async def _send(self, body: dict[str, Any], stage: str, *, probe: bool) -> Completion:
         """POST one chat completion with retries; raises a ModelCallError subclass or _FormatRejected."""
         breaker, limit = self.link.breaker, self.link.limit
-        if not breaker.allow(stage):
-            raise ModelUnavailableError(
-                self.model, self.base_url, "skipped: the model failed repeatedly, this stage runs offline", stage=stage
-            )
         has_format = "response_format" in body
         attempts = self.max_retries + 1
         first, idle = self.first_token_budget(body), self.timeout
@@ -912,6 +916,14 @@ class OpenAICompatClient:
             wait = self._wait(attempt)
             await limit.acquire()
             try:
+                # Checked at every attempt: calls queued behind the ones that opened the circuit fail fast.
+                if not breaker.allow(stage):
+                    raise ModelUnavailableError(
+                        self.model,
+                        self.base_url,
+                        "skipped: the model failed repeatedly, this stage runs offline",
+                        stage=stage,
+                    )
                 started = time.monotonic()
                 status, text, headers, reply = await self._post(body, stage, first, idle)
             except (TimeoutError, httpx.TimeoutException):

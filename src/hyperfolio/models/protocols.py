@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -52,3 +52,14 @@ class StructuredChatModel(ChatModel, Protocol):
     async def acomplete_json(
         self, messages: Sequence[dict[str, Any]], model_type: type[M], stage: str | None = None, **params: Any
     ) -> M: ...
+
+    def complete_json_many(
+        self,
+        batch: Sequence[Sequence[dict[str, Any]]],
+        model_type: type[M],
+        stage: str | None = None,
+        *,
+        return_exceptions: bool = False,
+        on_done: Callable[[], None] | None = None,
+        **params: Any,
+    ) -> list[M | BaseException]: ...
