@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from hyperfolio.answer import INSUFFICIENT, Answerer
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
+from hyperfolio.models.budget import call_budget, tokens_of
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.openai_compat import user_message
 from hyperfolio.models.protocols import StructuredChatModel
@@ -94,15 +95,29 @@ class LLMAnswerer:
         self.max_entities = max_entities
         self.stage = stage
 
+    def _room(self) -> int | None:
+        """Characters of evidence that fit the model's context beside the instructions, when known."""
+        profile = getattr(self.chat, "profile", None)
+        if profile is None:
+            return None
+        budget = call_budget(profile, cap=getattr(self.chat, "max_tokens", None), reply_share=0.15, min_reply=200)
+        return budget.chars(max(200, budget.prompt_tokens - tokens_of(SYSTEM_PROMPT) - 100))
+
     def messages(self, question: str, evidence: EvidencePackage) -> list[dict[str, Any]]:
         items = evidence.items[: self.max_chunks]
+        per_chunk, room = self.max_chunk_chars, self._room()
+        if room is not None:
+            # Chunks take most of the room, best first; at least 300 characters each, or fewer chunks.
+            share = int(room * 0.75) - len(question)
+            keep = max(1, min(len(items), share // 300))
+            items, per_chunk = items[:keep], max(200, min(per_chunk, share // keep - 80))
         blocks = []
         for number, item in enumerate(items, 1):
             cite = item.citation
             modality = "figure" if cite.modality == "image" else cite.modality
             section = f" | section: {' > '.join(cite.section_path)}" if cite.section_path else ""
             head = f"[{number}] {cite.title} | page {cite.page} | {modality}{section}"
-            blocks.append(head + "\n" + clip(chunk_body(item), self.max_chunk_chars))
+            blocks.append(head + "\n" + clip(chunk_body(item), per_chunk))
         parts = [f"Question: {question}", "Source chunks:\n\n" + "\n\n".join(blocks)]
         if evidence.hyperedges:
             lines = []
@@ -130,6 +145,16 @@ class LLMAnswerer:
             parts.append(
                 "Statements in these chunks found wrong while indexing; do not rely on them:\n" + "\n".join(lines)
             )
+        if room is not None:  # graph context only as far as the rest of the room goes
+            used = len(parts[0]) + len(parts[1])
+            kept = parts[:2]
+            for part in parts[2:]:
+                if used + len(part) > room:
+                    part = part[: max(0, room - used)].rsplit("\n", 1)[0]
+                if part.count("\n") >= 1:
+                    kept.append(part)
+                    used += len(part)
+            parts = kept
         parts.append("Answer the question from this evidence.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 

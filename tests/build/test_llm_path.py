@@ -411,3 +411,27 @@ def test_end_to_end_tokens_counted_per_stage(llm_server, tmp_path):
         assert json.loads(json.dumps(col.stats()["model_usage"]))["refine"]["calls"] >= 1
     finally:
         col.close()  # closes its ModelSet too
+
+
+def test_answer_and_extraction_prompts_fit_a_small_context(llm_server, client, units):
+    from hyperfolio.models.server_profile import ServerProfile
+    from hyperfolio.models.usage import estimate_tokens
+
+    client.link.profile = ServerProfile(client.base_url, client.model, context_tokens=1024)
+    long = evidence_package()
+    for item in long.items:
+        item.chunk.text = "The Aurora carries containers between Rotterdam and Lisbon every week. " * 60
+    long.items = long.items * 4  # twelve long chunks: far more than 1,024 tokens
+    answerer = LLMAnswerer(client, ExtractiveAnswerer())
+    assert estimate_tokens(answerer.messages(long.question, long)) < 1024 - 150  # room left for the reply
+
+    extractor = LLMExtractor(client)
+    room, reply_tokens = extractor.page_room(client.profile)
+    chunks = [c for c in units[0].chunks if extractor._usable(c)]
+    for chunk in chunks:
+        chunk.text = chunk.text * 30  # a page far too long for one call
+    parts = extractor.plan(chunks, room)
+    assert len(parts) > 1  # split into several calls, none dropped
+    assert sum(len(p) for p in parts) == len(chunks)
+    for part in parts:
+        assert estimate_tokens(extractor.messages(units[0], part, room)) + reply_tokens <= 1024

@@ -24,20 +24,14 @@ class Item(BaseModel):
 
 
 @pytest.fixture
-def client_for(fake_llm):
-    made: list[OpenAICompatClient] = []
+def client_for(make_client):
+    """Clients that do not retry unless told to, optionally on a shared ServerLink."""
 
     def make(link: ServerLink | None = None, **kw) -> OpenAICompatClient:
-        kw.setdefault("timeout", 2.0)
         kw.setdefault("max_retries", 0)
-        kw.setdefault("backoff", 0.001)
-        client = OpenAICompatClient(fake_llm.url, "fake-model", link=link, **kw)
-        made.append(client)
-        return client
+        return make_client(link=link, **kw)
 
-    yield make
-    for client in made:
-        client.close()
+    return make
 
 
 def test_slow_but_alive_stream_finishes_past_the_timeout(fake_llm, client_for):

@@ -21,7 +21,6 @@ from hyperfolio.models.errors import (
 )
 from hyperfolio.models.openai_compat import (
     JSONRepairError,
-    OpenAICompatClient,
     parse_json_reply,
     user_message,
 )
@@ -40,24 +39,6 @@ class Extraction(BaseModel):
 
 GOOD = {"entities": [{"name": "Hypergraph", "type": "concept"}]}
 ASK = [{"role": "system", "content": "You extract entities."}, {"role": "user", "content": "Page 1 text."}]
-
-
-@pytest.fixture
-def make_client(fake_llm):
-    made: list[OpenAICompatClient] = []
-
-    def make(**kw) -> OpenAICompatClient:
-        kw.setdefault("timeout", 2.0)
-        kw.setdefault("max_retries", 2)
-        kw.setdefault("backoff", 0.001)
-        kw.setdefault("max_retry_wait", 0.5)
-        client = OpenAICompatClient(kw.pop("base_url", fake_llm.url), kw.pop("model", "fake-model"), **kw)
-        made.append(client)
-        return client
-
-    yield make
-    for client in made:
-        client.close()
 
 
 # ------------------------------------------------------------------ structured output

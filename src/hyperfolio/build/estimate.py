@@ -12,7 +12,6 @@ else from a prior. Time uses the server's measured speeds and slots; price an op
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -27,7 +26,7 @@ from hyperfolio.build.reconcile_llm import DETECT_PROMPT, DetectReply, LLMResolv
 from hyperfolio.build.themes_llm import PROMPT as THEME_PROMPT
 from hyperfolio.build.themes_llm import ThemeReply
 from hyperfolio.model import Document
-from hyperfolio.models.budget import call_budget
+from hyperfolio.models.budget import call_budget, schema_overhead
 from hyperfolio.models.openai_compat import system_message, user_message
 from hyperfolio.models.server_profile import ServerProfile
 from hyperfolio.models.usage import StageUsage, estimate_tokens
@@ -92,11 +91,10 @@ class WorkEstimate:
         }
 
 
-def _schema_tokens(reply_type: type, profile: ServerProfile | None) -> int:
-    """Prompt tokens the JSON instruction adds when the server cannot take the schema as a format."""
-    if profile is not None and profile.structured.get("json_schema") is True:
-        return 0
-    return estimate_tokens(json.dumps(reply_type.model_json_schema(), separators=(",", ":"))) + 30
+def _mode(profile: ServerProfile | None) -> str | None:
+    """The structured-output mode the profile says works first (None while unknown)."""
+    structured = profile.structured if profile is not None else {}
+    return next((m for m, ok in structured.items() if ok), None)
 
 
 def _reply_tokens(stage: str, history: Mapping[str, StageUsage], cap: int) -> tuple[int, str]:
@@ -122,7 +120,7 @@ def estimate_work(
     history = history or {}
     planner = LLMExtractor(cast(Any, None))  # planning only: no call is made
     budget = call_budget(profile, cap=max_tokens)
-    room, _ = planner.page_room(profile, max_tokens)
+    room, _ = planner.page_room(profile, max_tokens, _mode(profile))
     extract = StageEstimate("extract")
     themes = StageEstimate("themes")
     refine = StageEstimate("refine")
@@ -131,11 +129,11 @@ def estimate_work(
     reply_theme, note_theme = _reply_tokens("themes", history, budget.max_tokens)
     reply_refine, note_refine = _reply_tokens("refine", history, budget.max_tokens)
     reply_detect, note_detect = _reply_tokens("reconcile", history, budget.max_tokens)
-    detect_schema = _schema_tokens(DetectReply, profile)
-    resolve_schema = _schema_tokens(ResolveReply, profile)
+    detect_schema = schema_overhead(DetectReply, _mode(profile))
+    resolve_schema = schema_overhead(ResolveReply, _mode(profile))
     resolver = LLMResolver(cast(Any, None))  # planning only: its prompts, no call
-    extract_schema = _schema_tokens(PageExtraction, profile)
-    theme_schema = _schema_tokens(ThemeReply, profile)
+    extract_schema = schema_overhead(PageExtraction, _mode(profile))
+    theme_schema = schema_overhead(ThemeReply, _mode(profile))
     out = WorkEstimate(server=profile.describe() if profile is not None else "")
     offline = offline or OfflineExtractor()
     for doc in documents:

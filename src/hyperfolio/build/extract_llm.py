@@ -26,7 +26,7 @@ from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.facts_offline import ConceptNamer, concept_name
 from hyperfolio.build.ledger import BuildLedger, page_item
 from hyperfolio.model import Chunk
-from hyperfolio.models.budget import call_budget, tokens_of
+from hyperfolio.models.budget import call_budget, schema_overhead, tokens_of
 from hyperfolio.models.errors import ModelCallError, ModelContextError, ModelUnavailableError
 from hyperfolio.models.protocols import StructuredChatModel, VisionModel
 from hyperfolio.models.replies import LenientReply, numbers, unit_strength
@@ -284,15 +284,21 @@ class LLMExtractor:
             body = chunk.text.strip()
         return f"[{number}] ({label})\n{clip(body, limit or self.max_chunk_chars)}"
 
-    def page_room(self, profile: ServerProfile | None, cap: int | None = None) -> tuple[int, int]:
-        """(characters of page text that fit one call, reply tokens) on a server with this profile."""
+    def page_room(
+        self, profile: ServerProfile | None, cap: int | None = None, mode: str | None = None
+    ) -> tuple[int, int]:
+        """(characters of page text that fit one call, reply tokens) on a server with this profile,
+        the schema in the prompt unless `mode` is json_schema."""
         budget = call_budget(profile, cap=cap)
-        fixed = tokens_of(SYSTEM_PROMPT) + 80  # system prompt, page header and closing instruction
+        # System prompt, page header, closing instruction, and the schema when it rides in the prompt.
+        fixed = tokens_of(SYSTEM_PROMPT) + 80 + schema_overhead(PageExtraction, mode)
         room = budget.chars(max(64, budget.prompt_tokens - fixed))
         return max(400, min(self.max_page_chars, room)), budget.max_tokens
 
     def _room(self) -> tuple[int, int]:
-        return self.page_room(getattr(self.chat, "profile", None), getattr(self.chat, "max_tokens", None))
+        chat = self.chat
+        mode = getattr(chat, "structured_mode", None)
+        return self.page_room(getattr(chat, "profile", None), getattr(chat, "max_tokens", None), mode)
 
     def plan(self, chunks: list[Chunk], room: int) -> list[list[Chunk]]:
         """The page's chunks in calls of at most `room` characters each (one call when they fit)."""
@@ -483,8 +489,11 @@ class LLMExtractor:
                         raise reply  # a bug, not a model failure
             jobs = []
             if retry:
+                # The server's context (now learned) or its tokenizer took less than planned: plan
+                # again with the learned context and at most half the room.
                 replanned = True
-                room, reply_tokens = self._room()
+                learned, reply_tokens = self._room()
+                room = max(400, min(learned, room // 2))
                 jobs = [(i, piece) for i, part in retry for piece in self.plan(part, room)]
                 finished[:] = [0, len(jobs)]
         for i, unit in enumerate(units):

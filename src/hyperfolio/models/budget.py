@@ -10,7 +10,10 @@ prompt that overflows costs a failed call.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+
+from pydantic import BaseModel
 
 from hyperfolio.models.server_profile import DEFAULT_CONTEXT, ServerProfile
 
@@ -51,3 +54,11 @@ def call_budget(
         reply = min(reply, cap)
     reply = min(reply, context // 2)
     return CallBudget(context, max(64, context - reply - SAFETY_TOKENS), reply)
+
+
+def schema_overhead(reply_type: type[BaseModel], mode: str | None) -> int:
+    """Prompt tokens the JSON instruction adds when the server cannot take the schema as a response
+    format (every mode but `json_schema` carries the schema in the prompt; see openai_compat)."""
+    if mode == "json_schema":
+        return 0
+    return tokens_of(json.dumps(reply_type.model_json_schema(), separators=(",", ":"))) + 40

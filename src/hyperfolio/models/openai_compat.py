@@ -31,7 +31,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -126,19 +126,31 @@ def _string_end(text: str, start: int, quote: str) -> int:
     return len(text)
 
 
-def _outermost(text: str) -> str | None:
-    """The first balanced {...} or [...] in `text`, skipping brackets inside strings."""
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts:
-        return None
-    start = min(starts)
-    stack: list[str] = []
+def _structure(text: str, start: int) -> Iterator[tuple[int, str]]:
+    """(index, character) of each bracket and comma outside string literals, from `start` on."""
     i = start
     while i < len(text):
         ch = text[i]
         if ch == '"':
             i = _string_end(text, i, '"')
             continue
+        if ch in "{[]},":
+            yield i, ch
+        i += 1
+
+
+def _json_start(text: str) -> int | None:
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    return min(starts) if starts else None
+
+
+def _outermost(text: str) -> str | None:
+    """The first balanced {...} or [...] in `text`, skipping brackets inside strings."""
+    start = _json_start(text)
+    if start is None:
+        return None
+    stack: list[str] = []
+    for i, ch in _structure(text, start):
         if ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]":
@@ -147,7 +159,6 @@ def _outermost(text: str) -> str | None:
             stack.pop()
             if not stack:
                 return text[start : i + 1]
-        i += 1
     # Unbalanced: fall back to the last closing bracket of the opening kind.
     end = text.rfind("}" if text[start] == "{" else "]")
     return text[start : end + 1] if end > start else None
@@ -204,18 +215,12 @@ def _close_truncated(text: str, tries: int = 40) -> Any:
     strings) which brackets are still open; then, from the end backwards, cuts there and closes
     them until one cut parses. Items after the last complete one are lost, the rest is kept.
     """
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts:
+    start = _json_start(text)
+    if start is None:
         raise ValueError("no JSON")
-    start = min(starts)
     stack: list[str] = []
     cuts: list[tuple[int, str]] = []
-    i = start
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            i = _string_end(text, i, '"')
-            continue
+    for i, ch in _structure(text, start):
         if ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]" and stack:
@@ -225,7 +230,6 @@ def _close_truncated(text: str, tries: int = 40) -> Any:
                 break
         elif ch == ",":
             cuts.append((i, "".join(reversed(stack))))
-        i += 1
     for end, closing in reversed(cuts[-tries:]):
         try:
             return json.loads(_normalise(text[start:end], single_quotes=False) + closing, strict=False)
