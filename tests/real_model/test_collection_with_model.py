@@ -66,6 +66,14 @@ def test_add_indexes_every_page_with_real_model_calls(indexed: Indexed) -> None:
     assert stats["pages"] == indexed.pages
     assert stats["vectors"] >= stats["chunks"] == len(chunks) > 0
 
+    # Every page is accounted for: the model built it, or the offline path did and says why.
+    built = {item: how for doc, stage, item, how, _ in indexed.col.store.builds(info.doc_id) if stage == "extract"}
+    assert set(built) == {f"p.{n}" for n in range(1, indexed.pages + 1)}, built
+    offline = {item: reason for _, stage, item, reason in indexed.col.offline_parts() if stage == "extract"}
+    assert all(reason.strip() for reason in offline.values()), offline
+    assert {item for item, how in built.items() if how == "offline"} == set(offline)
+    assert stats["built_by"]["extract"] == {h: list(built.values()).count(h) for h in set(built.values())}
+
     # Usage is kept in memory and in the database; both must show extraction really ran on the server.
     for usage in (indexed.col.models.snapshot(), read_usage(indexed.col.path)):
         extract = usage.get("extract")
