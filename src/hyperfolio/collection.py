@@ -656,6 +656,7 @@ class Collection:
             history=read_usage(self.path),
             max_tokens=opts.max_tokens or None,
             anchor_min_pages=self.settings.build.anchor_min_pages,
+            anchor_cover=self.settings.build.anchor_cover,
             slots=client.link.limit.limit if client is not None else 1,
             price_input=opts.price_input,
             price_output=opts.price_output,

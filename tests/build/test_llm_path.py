@@ -427,7 +427,7 @@ def test_answer_and_extraction_prompts_fit_a_small_context(llm_server, client, u
 
     extractor = LLMExtractor(client)
     room, reply_tokens = extractor.page_room(client.profile)
-    chunks = [c for c in units[0].chunks if extractor._usable(c)]
+    chunks = [c for c in units[0].chunks if extractor.usable(c)]
     for chunk in chunks:
         chunk.text = chunk.text * 30  # a page far too long for one call
     parts = extractor.plan(chunks, room)

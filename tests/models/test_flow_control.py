@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -225,3 +226,14 @@ def test_progress_line_names_stage_calls_speed_and_time_left():
     assert lines[-1].startswith("extracting with the model: 1/4 calls")
     assert "tokens/s" in lines[-1] and "about 30 s left" in lines[-1]
     assert clock(185) == "3m05s" and clock(3720) == "1h02m"
+
+
+def test_json_shape_is_compact_and_keeps_field_notes():
+    from hyperfolio.models.budget import tokens_of
+    from hyperfolio.models.json_shape import json_shape
+
+    schema = PageExtraction.model_json_schema()
+    shape = json_shape(schema)
+    assert shape.startswith('{"entities": [{"name": string,') and '"facts": [{"head": string' in shape
+    assert "string (text, table or visual)" in shape  # a field's description is kept beside it
+    assert tokens_of(shape) * 3 < tokens_of(json.dumps(schema))  # a third of the JSON Schema, or less

@@ -86,7 +86,9 @@ def test_server_without_response_format_gets_plain_prompting(fake_llm, make_clie
     assert client.complete_json(ASK, Extraction) == Extraction.model_validate(GOOD)
     last = fake_llm.requests[-1]
     assert "response_format" not in last
-    assert "JSON Schema" in last["messages"][-1]["content"]
+    # The schema rides in the prompt as the shape of the JSON wanted, not as a bulky JSON Schema.
+    assert '{"entities": [{"name": string, "type": string}, ...]}' in last["messages"][-1]["content"]
+    assert "$defs" not in last["messages"][-1]["content"]
     assert client.structured_mode == "prompt"
 
 

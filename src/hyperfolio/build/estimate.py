@@ -2,12 +2,14 @@
 
 Extraction is planned exactly as the extractor will run it (the same split of each page into calls
 that fit the server's context, the same prompts, the same JSON instruction when the server cannot
-take a schema), so its calls and prompt tokens are counted, not guessed. Themes are one call per
-chunk that has entities; which chunks have entities, and how many entities span pages (the anchors
-that refinement re-examines) and which facts share a head (the groups reconciliation checks)
-are read off the offline graph of the same pages. Reply lengths come
-from this collection's own history with the model when it has one (tokens per call, by stage),
-else from a prior. Time uses the server's measured speeds and slots; price an optional price table.
+take a schema), so its calls and prompt tokens are counted, not guessed. The later stages depend on
+what extraction finds, so they are planned on the offline graph of the same pages, through the
+stages' own prompt builders: a theme call per chunk with entities, a summary per entity with many
+descriptions, a detection call per group of facts sharing a head (and a resolution per conflict
+the offline rules find: the model may find more), refinement calls for the anchors the refiner
+would choose. Reply lengths come from this collection's own history with the model when it has
+one (tokens per call, by stage), else from a prior. Time uses the server's measured speeds and
+slots; price an optional price table.
 """
 
 from __future__ import annotations
@@ -16,13 +18,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from pydantic import BaseModel
+
 from hyperfolio.build.extract import PageUnit
 from hyperfolio.build.extract_llm import LLMExtractor, PageExtraction
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.layers import chunk_text
-from hyperfolio.build.merge import merge
+from hyperfolio.build.merge import MergedGraph, merge
 from hyperfolio.build.reconcile import OfflineDetector, detection_batches
-from hyperfolio.build.reconcile_llm import DETECT_PROMPT, DetectReply, LLMResolver, ResolveReply
+from hyperfolio.build.reconcile_llm import DetectReply, LLMDetector, LLMResolver, ResolveReply
+from hyperfolio.build.refine import NOT_ANCHORS, select_anchors
+from hyperfolio.build.summarise import STAGE as SUMMARY_STAGE
+from hyperfolio.build.summarise import DescriptionSummariser, Summary
 from hyperfolio.build.themes_llm import PROMPT as THEME_PROMPT
 from hyperfolio.build.themes_llm import ThemeReply
 from hyperfolio.model import Document
@@ -34,7 +41,9 @@ from hyperfolio.phrases import clip, one_line
 
 # Reply tokens per call when the collection has no history: what instruct models write for these
 # replies (a page's entities and facts; a one-sentence theme with keywords; a refined relation list).
-PRIOR_REPLY = {"extract": 450, "themes": 60, "refine": 250, "reconcile": 40, "resolve": 80}
+PRIOR_REPLY = {"extract": 450, "themes": 60, "refine": 250, "reconcile": 40, SUMMARY_STAGE: 80}
+PRIOR_REFINE_PROMPT = 1200  # a group of anchors with their star edges listed
+MAX_ANCHORS_PER_CALL = 8  # refine_anchors' group size
 
 
 @dataclass
@@ -48,6 +57,11 @@ class StageEstimate:
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def add(self, messages: list[dict[str, Any]], overhead: int, reply: int) -> None:
+        self.calls += 1
+        self.prompt_tokens += estimate_tokens(messages) + overhead
+        self.completion_tokens += reply
 
 
 @dataclass
@@ -69,20 +83,16 @@ class WorkEstimate:
         return sum(s.total_tokens for s in self.stages)
 
     def to_dict(self) -> dict[str, Any]:
+        stages = [
+            {"stage": s.stage, "calls": s.calls, "prompt_tokens": s.prompt_tokens,
+             "completion_tokens": s.completion_tokens, "note": s.note}
+            for s in self.stages
+        ]  # fmt: skip
         return {
             "documents": self.documents,
             "pages": self.pages,
             "chunks": self.chunks,
-            "stages": [
-                {
-                    "stage": s.stage,
-                    "calls": s.calls,
-                    "prompt_tokens": s.prompt_tokens,
-                    "completion_tokens": s.completion_tokens,
-                    "note": s.note,
-                }
-                for s in self.stages
-            ],
+            "stages": stages,
             "calls": self.calls,
             "tokens": self.tokens,
             "seconds": self.seconds,
@@ -97,11 +107,81 @@ def _mode(profile: ServerProfile | None) -> str | None:
     return next((m for m, ok in structured.items() if ok), None)
 
 
-def _reply_tokens(stage: str, history: Mapping[str, StageUsage], cap: int) -> tuple[int, str]:
-    past = history.get(stage)
-    if past is not None and past.calls >= 3:
-        return min(cap, round(past.completion_tokens / past.calls)), f"replies as long as this collection's {stage}"
-    return min(cap, PRIOR_REPLY[stage]), "reply length from a prior"
+class _Planner:
+    """Plans each stage's calls for one server profile, with reply lengths from history or priors."""
+
+    def __init__(self, profile: ServerProfile | None, history: Mapping[str, StageUsage], max_tokens: int | None):
+        self.profile = profile
+        self.history = history
+        self.cap = call_budget(profile, cap=max_tokens).max_tokens
+        self.max_tokens = max_tokens
+        self.stages = {
+            name: StageEstimate(name) for name in ("extract", SUMMARY_STAGE, "reconcile", "themes", "refine")
+        }
+        self.sources: dict[str, str] = {}
+
+    def reply(self, stage: str, prior_stage: str | None = None) -> int:
+        past = self.history.get(stage)
+        if past is not None and past.calls >= 3:
+            self.sources[stage] = f"replies as long as this collection's {stage}"
+            return min(self.cap, round(past.completion_tokens / past.calls))
+        self.sources.setdefault(stage, "reply length from a prior")
+        return min(self.cap, PRIOR_REPLY[prior_stage or stage])
+
+    def schema(self, reply_type: type[BaseModel]) -> int:
+        return schema_overhead(reply_type, _mode(self.profile))
+
+    def extraction(self, units: list[PageUnit]) -> None:
+        planner = LLMExtractor(cast(Any, None))  # its planning and prompts only: no call is made
+        room, _ = planner.page_room(self.profile, self.max_tokens, _mode(self.profile))
+        stage, overhead, reply = self.stages["extract"], self.schema(PageExtraction), self.reply("extract")
+        for unit in units:
+            usable = [c for c in unit.chunks if planner.usable(c)]
+            for part in planner.plan(usable, room) if usable else []:
+                stage.add(planner.messages(unit, part, room), overhead, reply)
+
+    def summaries(self, merged: MergedGraph) -> None:
+        summariser = DescriptionSummariser(cast(Any, None))
+        stage, overhead, reply = self.stages[SUMMARY_STAGE], self.schema(Summary), self.reply(SUMMARY_STAGE)
+        for entity in summariser.todo(merged):
+            stage.add(summariser.messages(entity), overhead, reply)
+
+    def reconciliation(self, merged: MergedGraph, units: list[PageUnit]) -> None:
+        detector, resolver = LLMDetector(cast(Any, None)), LLMResolver(cast(Any, None))
+        stage, reply = self.stages["reconcile"], self.reply("reconcile")
+        tables = {c.chunk_id for u in units for c in u.chunks if c.modality == "table"}
+        evidence = {c.chunk_id: c.text for u in units for c in u.chunks}
+        for batch in detection_batches(merged, tables):
+            for group in batch:
+                stage.add(detector.messages(detector.trim(group)), self.schema(DetectReply), reply)
+            for conflict in OfflineDetector().confirm(batch):  # the model confirms at least these
+                stage.add(resolver.messages(conflict, evidence), self.schema(ResolveReply), reply)
+
+    def themes(self, graphs: list[Any], units: list[PageUnit]) -> None:
+        names: dict[str, list[str]] = {}
+        for graph in graphs:
+            for entity in graph.entities:
+                for chunk_id in entity.chunks:
+                    names.setdefault(chunk_id, []).append(entity.name)
+        stage, overhead, reply = self.stages["themes"], self.schema(ThemeReply), self.reply("themes")
+        for chunk in (c for u in units for c in u.chunks if c.chunk_id in names):
+            text = f"Passage ({chunk.modality}):\n{clip(one_line(chunk_text(chunk)), 2500)}\n\nEntities: "
+            stage.add(
+                [system_message(THEME_PROMPT), user_message(text + "; ".join(names[chunk.chunk_id]))], overhead, reply
+            )
+
+    def refinement(self, merged: MergedGraph, units: list[PageUnit], min_pages: int, cover: int) -> None:
+        page_of = {c.chunk_id: (c.doc_id, c.page) for u in units for c in u.chunks}
+        spans = {}
+        for key, entity in merged.entities.items():
+            pages = {page_of[c] for c in entity.chunks if c in page_of}
+            if entity.type not in NOT_ANCHORS and len(pages) >= min_pages:
+                spans[key] = pages
+        anchors = select_anchors(spans, {k: merged.entities[k].name for k in spans}, cover)
+        calls, stage = -(-len(anchors) // MAX_ANCHORS_PER_CALL), self.stages["refine"]
+        stage.calls += calls
+        stage.prompt_tokens += calls * PRIOR_REFINE_PROMPT
+        stage.completion_tokens += calls * self.reply("refine")
 
 
 def estimate_work(
@@ -111,90 +191,42 @@ def estimate_work(
     history: Mapping[str, StageUsage] | None = None,
     max_tokens: int | None = None,
     anchor_min_pages: int = 2,
+    anchor_cover: int = 2,
     slots: int = 1,
     price_input: float = 0.0,
     price_output: float = 0.0,
     offline: OfflineExtractor | None = None,
 ) -> WorkEstimate:
     """Model calls and tokens per stage for adding `documents` with the model path on."""
-    history = history or {}
-    planner = LLMExtractor(cast(Any, None))  # planning only: no call is made
-    budget = call_budget(profile, cap=max_tokens)
-    room, _ = planner.page_room(profile, max_tokens, _mode(profile))
-    extract = StageEstimate("extract")
-    themes = StageEstimate("themes")
-    refine = StageEstimate("refine")
-    detect = StageEstimate("reconcile")
-    reply_extract, note_extract = _reply_tokens("extract", history, budget.max_tokens)
-    reply_theme, note_theme = _reply_tokens("themes", history, budget.max_tokens)
-    reply_refine, note_refine = _reply_tokens("refine", history, budget.max_tokens)
-    reply_detect, note_detect = _reply_tokens("reconcile", history, budget.max_tokens)
-    detect_schema = schema_overhead(DetectReply, _mode(profile))
-    resolve_schema = schema_overhead(ResolveReply, _mode(profile))
-    resolver = LLMResolver(cast(Any, None))  # planning only: its prompts, no call
-    extract_schema = schema_overhead(PageExtraction, _mode(profile))
-    theme_schema = schema_overhead(ThemeReply, _mode(profile))
-    out = WorkEstimate(server=profile.describe() if profile is not None else "")
+    plan = _Planner(profile, history or {}, max_tokens)
     offline = offline or OfflineExtractor()
+    out = WorkEstimate(server=profile.describe() if profile is not None else "")
     for doc in documents:
-        out.documents += 1
         doc.assign_chunk_ids()
-        out.pages += len(doc.pages)
         units = [PageUnit(doc.doc_id, doc.title, p.number, list(p.chunks)) for p in doc.pages]
+        out.documents += 1
+        out.pages += len(doc.pages)
         out.chunks += sum(len(u.chunks) for u in units)
-        for unit in units:
-            usable = [c for c in unit.chunks if planner._usable(c)]
-            if not usable:
-                continue
-            for part in planner.plan(usable, room):
-                extract.calls += 1
-                extract.prompt_tokens += estimate_tokens(planner.messages(unit, part, room)) + extract_schema
-                extract.completion_tokens += reply_extract
+        plan.extraction(units)
         graphs = offline.extract_document(units)
-        names: dict[str, list[str]] = {}
-        for graph in graphs:
-            for entity in graph.entities:
-                for chunk_id in entity.chunks:
-                    names.setdefault(chunk_id, []).append(entity.name)
-        for unit in units:
-            for chunk in unit.chunks:
-                if chunk.chunk_id in names:
-                    themes.calls += 1
-                    text = f"Passage ({chunk.modality}):\n{clip(one_line(chunk_text(chunk)), 2500)}\n\nEntities: "
-                    text += "; ".join(names[chunk.chunk_id])
-                    messages = [system_message(THEME_PROMPT), user_message(text)]
-                    themes.prompt_tokens += estimate_tokens(messages) + theme_schema
-                    themes.completion_tokens += reply_theme
         merged = merge(graphs)
-        tables = {c.chunk_id for u in units for c in u.chunks if c.modality == "table"}
-        evidence = {c.chunk_id: c.text for u in units for c in u.chunks}
-        for batch in detection_batches(merged, tables):
-            for conflict in OfflineDetector().confirm(batch):  # the model confirms at least these
-                detect.calls += 1
-                detect.prompt_tokens += estimate_tokens(resolver.messages(conflict, evidence)) + resolve_schema
-                detect.completion_tokens += PRIOR_REPLY["resolve"]
-            for group in batch:
-                detect.calls += 1
-                lines = "\n".join(
-                    f"[{i}] (new) {f.head_name} | {f.relation} | {f.tail_name}" for i, f in enumerate(group, 1)
-                )
-                messages = [system_message(DETECT_PROMPT), user_message(f"Facts:\n{lines}\n\nWhich pairs conflict?")]
-                detect.prompt_tokens += estimate_tokens(messages) + detect_schema
-                detect.completion_tokens += reply_detect
-        pages_of = {c.chunk_id: c.page for u in units for c in u.chunks}
-        anchors = [e for e in merged.entities.values() if len({pages_of.get(c) for c in e.chunks}) >= anchor_min_pages]
-        refine.calls += len(anchors)
-        refine.prompt_tokens += len(anchors) * 600
-        refine.completion_tokens += len(anchors) * reply_refine
-    extract.note = note_extract
-    themes.note = f"one per chunk with entities; {note_theme}"
-    refine.note = f"one per entity on {anchor_min_pages}+ pages (at most); {note_refine}"
-    detect.note = f"one per group of facts sharing a head, one per conflict the rules find; {note_detect}"
-    out.stages = [s for s in (extract, detect, themes, refine) if s.calls]
+        plan.summaries(merged)
+        plan.reconciliation(merged, units)
+        plan.themes(graphs, units)
+        plan.refinement(merged, units, anchor_min_pages, anchor_cover)
+    notes = {
+        SUMMARY_STAGE: "one per entity with many descriptions",
+        "reconcile": "one per group of facts sharing a head, one per conflict the rules find",
+        "themes": "one per chunk with entities",
+        "refine": f"the anchors refinement would choose, {MAX_ANCHORS_PER_CALL} a call",
+    }
+    for name, stage in plan.stages.items():
+        stage.note = "; ".join(x for x in (notes.get(name, ""), plan.sources.get(name, "")) if x)
+    out.stages = [s for s in plan.stages.values() if s.calls]
     if profile is not None:
-        per_call = [profile.seconds_for(s.prompt_tokens, s.completion_tokens) for s in out.stages]
-        if all(t is not None for t in per_call):
-            out.seconds = sum(cast(float, t) for t in per_call) / max(1, slots)
+        per_stage = [profile.seconds_for(s.prompt_tokens, s.completion_tokens) for s in out.stages]
+        if all(t is not None for t in per_stage):
+            out.seconds = sum(cast(float, t) for t in per_stage) / max(1, slots)
     if price_input or price_output:
         prompt = sum(s.prompt_tokens for s in out.stages)
         completion = sum(s.completion_tokens for s in out.stages)

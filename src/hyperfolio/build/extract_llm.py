@@ -164,6 +164,20 @@ Use names exactly as they appear on the page. Do not invent facts that the page 
 Prefer a few precise entities over many vague ones."""
 
 
+# The same task in a third of the words, for models with a small context (4,096 tokens or fewer),
+# where every token of instructions is a token less of the page.
+COMPACT_PROMPT = """\
+Turn one page of a document into a knowledge hypergraph. List entities: the specific things the page \
+names (organisations, people, places, products, methods, metrics, dates, amounts with units, tables \
+and figures by their label), each with a type, a one-sentence description from the page, modality \
+(text, table or visual), chunk_refs (numbers of the chunks naming it) and concept (its general \
+category: Company, Metric, Year ...). low_edges: two entities of your list and how they relate. \
+high_edges: three or more entities that one statement or table row ties together. facts: head, \
+snake_case relation, tail; one per table cell (row key, column header, value). Copy names exactly as \
+the page writes them and state nothing the page does not."""
+COMPACT_CONTEXT = 4096
+
+
 def _table_rows(chunk: Chunk) -> str:
     if not chunk.table:
         return chunk.text
@@ -210,13 +224,14 @@ class LLMExtractor:
         self.dropped_items = 0  # reply items that did not validate (or repeated), dropped with a count
         self.invented = 0  # entities whose names the page does not support, dropped
         self.ledger: BuildLedger | None = None  # records which pages the model built and which fell back
+        self.system_prompt = SYSTEM_PROMPT  # the compact one on small contexts (set by page_room)
         self.on_progress: Callable[[int, int], None] | None = None  # (calls done, calls in all)
         self._lock = threading.Lock()
         self._figure_notes: dict[str, str] = {}
         self.keep_note = keep_note  # stores a figure description with its chunk, for answering later
 
     # ------------------------------------------------------------------ chunks the model sees
-    def _usable(self, chunk: Chunk) -> bool:
+    def usable(self, chunk: Chunk) -> bool:
         if chunk.placeholder:
             return False
         if chunk.modality in ("text", "formula"):
@@ -290,8 +305,9 @@ class LLMExtractor:
         """(characters of page text that fit one call, reply tokens) on a server with this profile,
         the schema in the prompt unless `mode` is json_schema."""
         budget = call_budget(profile, cap=cap)
+        self.system_prompt = COMPACT_PROMPT if budget.context <= COMPACT_CONTEXT else SYSTEM_PROMPT
         # System prompt, page header, closing instruction, and the schema when it rides in the prompt.
-        fixed = tokens_of(SYSTEM_PROMPT) + 80 + schema_overhead(PageExtraction, mode)
+        fixed = tokens_of(self.system_prompt) + 80 + schema_overhead(PageExtraction, mode)
         room = budget.chars(max(64, budget.prompt_tokens - fixed))
         return max(400, min(self.max_page_chars, room)), budget.max_tokens
 
@@ -332,7 +348,7 @@ class LLMExtractor:
             used += len(block)
         text = "\n".join(head) + "\n\nChunks of this page:\n\n" + "\n\n".join(body)
         text += "\n\nExtract the entities, low_edges, high_edges and facts of this page."
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}]
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": text}]
 
     # ------------------------------------------------------------------ the reply, checked against the page
     def to_graph(self, unit: PageUnit, chunks: list[Chunk], reply: PageExtraction) -> PageGraph:
@@ -440,7 +456,7 @@ class LLMExtractor:
     def extract_document(self, units: list[PageUnit]) -> list[PageGraph]:
         self._describe_figures(units)
         graphs: list[PageGraph | None] = [None] * len(units)
-        usable = [[c for c in u.chunks if self._usable(c)] for u in units]
+        usable = [[c for c in u.chunks if self.usable(c)] for u in units]
         for i, unit in enumerate(units):
             if not usable[i]:
                 graphs[i] = PageGraph(unit.doc_id, unit.page)

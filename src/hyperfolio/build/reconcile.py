@@ -327,7 +327,15 @@ def detection_batches(merged: MergedGraph, tables: set[str]) -> list[list[list[F
     by_chunk: dict[str, list[Fact]] = {}
     for fact in _merged_facts(merged, tables):
         by_chunk.setdefault(min(fact.chunks, key=_chunk_position) if fact.chunks else "", []).append(fact)
-    return [candidate_groups(by_chunk[c], by_chunk[c]) for c in sorted(by_chunk, key=_chunk_position)]
+    view: dict[str, list[Fact]] = {}  # as in `reconcile`: each batch meets the facts of the batches before it
+    batches = []
+    for chunk in sorted(by_chunk, key=_chunk_position):
+        batch = by_chunk[chunk]
+        pool = [f for h in {f.head for f in batch} for f in view.get(h, [])] + batch
+        batches.append(candidate_groups(batch, pool))
+        for fact in batch:
+            view.setdefault(fact.head, []).append(fact)
+    return batches
 
 
 def _table_chunks(store: SQLiteStore, chunk_ids: Sequence[str]) -> set[str]:

@@ -115,7 +115,7 @@ class LLMDetector:
         self.calls = 0
         self.fallbacks = 0
 
-    def _trim(self, group: list[Fact]) -> list[Fact]:
+    def trim(self, group: list[Fact]) -> list[Fact]:
         """New facts first, then the accepted facts that share the most with them, up to `max_group`."""
         new = [f for f in group if f.new]
         old = sorted(
@@ -132,7 +132,7 @@ class LLMDetector:
         ]
 
     def confirm(self, groups: list[list[Fact]]) -> list[Conflict]:
-        trimmed = [self._trim(g) for g in groups if any(f.new for f in g)]
+        trimmed = [self.trim(g) for g in groups if any(f.new for f in g)]
         if not trimmed:
             return []
         replies = self.chat.complete_json_many(

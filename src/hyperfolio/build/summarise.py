@@ -11,7 +11,7 @@ import logging
 
 from pydantic import BaseModel
 
-from hyperfolio.build.merge import MergedGraph
+from hyperfolio.build.merge import MergedEntity, MergedGraph
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.phrases import one_line
 
@@ -38,21 +38,22 @@ class DescriptionSummariser:
         self.min_descriptions = min_descriptions
         self.max_chars = max_chars
 
+    def todo(self, merged: MergedGraph) -> list[MergedEntity]:
+        """The entities whose merged descriptions are many enough to summarise."""
+        return [e for e in merged.entities.values() if len(e.descriptions) >= self.min_descriptions]
+
+    def messages(self, entity: MergedEntity) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": _INSTRUCTION},
+            {"role": "user", "content": _listing(entity.name, entity.type, entity.descriptions)},
+        ]
+
     def __call__(self, merged: MergedGraph) -> int:
         """Summarise in place the entities with enough descriptions; returns how many were summarised."""
-        todo = [e for e in merged.entities.values() if len(e.descriptions) >= self.min_descriptions]
+        todo = self.todo(merged)
         if not todo:
             return 0
-        batch = [
-            [
-                {"role": "system", "content": _INSTRUCTION},
-                {
-                    "role": "user",
-                    "content": _listing(e.name, e.type, e.descriptions),
-                },
-            ]
-            for e in todo
-        ]
+        batch = [self.messages(e) for e in todo]
         replies = self.chat.complete_json_many(batch, Summary, stage=STAGE, return_exceptions=True)
         done = 0
         for entity, reply in zip(todo, replies, strict=True):

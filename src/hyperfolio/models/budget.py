@@ -10,11 +10,11 @@ prompt that overflows costs a failed call.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from hyperfolio.models.json_shape import json_instruction
 from hyperfolio.models.server_profile import DEFAULT_CONTEXT, ServerProfile
 
 PLANNING_CHARS_PER_TOKEN = 3.5
@@ -61,4 +61,4 @@ def schema_overhead(reply_type: type[BaseModel], mode: str | None) -> int:
     format (every mode but `json_schema` carries the schema in the prompt; see openai_compat)."""
     if mode == "json_schema":
         return 0
-    return tokens_of(json.dumps(reply_type.model_json_schema(), separators=(",", ":"))) + 40
+    return tokens_of(json_instruction(reply_type.model_json_schema()))

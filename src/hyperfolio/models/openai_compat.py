@@ -50,6 +50,7 @@ from hyperfolio.models.errors import (
     ModelUnavailableError,
 )
 from hyperfolio.models.flow import AdaptiveLimit, CircuitBreaker
+from hyperfolio.models.json_shape import json_instruction
 from hyperfolio.models.server_profile import (
     FORMAT_PROBE_PROMPT,
     FORMAT_PROBE_SCHEMA,
@@ -417,14 +418,6 @@ def _mentions_format(body: str) -> bool:
 def _schema_name(name: str) -> str:
     clean = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]
     return clean or "reply"
-
-
-def _json_instruction(schema: Mapping[str, Any]) -> str:
-    return (
-        "\n\nAnswer with JSON only: a single JSON value that conforms to the JSON Schema below. "
-        "Do not add explanations, markdown or code fences.\nJSON Schema:\n"
-        + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
-    )
 
 
 def _with_instruction(messages: Sequence[Mapping[str, Any]], extra: str) -> list[dict[str, Any]]:
@@ -851,7 +844,7 @@ class OpenAICompatClient:
         name: str,
     ) -> dict[str, Any]:
         if mode != "json_schema":
-            messages = _with_instruction(messages, _json_instruction(schema))
+            messages = _with_instruction(messages, json_instruction(schema))
         body: dict[str, Any] = {"model": self.model, "messages": messages, **sampling}
         if mode == "json_schema":
             body["response_format"] = {
