@@ -25,6 +25,7 @@ from hyperfolio.phrases import clip, normalize_name, one_line
 log = logging.getLogger(__name__)
 
 STAGE = "themes"
+REPLY_TOKENS = 200  # a sentence, a few names and keywords: enough, and a rambling model stops there
 
 
 class ThemeReply(BaseModel):
@@ -81,7 +82,9 @@ class LLMThemer:
             image = self.picture(chunk.chunk_id) if self.vision is not None and self.picture else None
             conversations.append(self._messages(chunk, [n for _, n in entities[chunk.chunk_id]], image))
         model = self.vision if self.vision is not None and self.picture else self.chat
-        replies = model.complete_json_many(conversations, ThemeReply, stage=self.stage, return_exceptions=True)
+        replies = model.complete_json_many(
+            conversations, ThemeReply, stage=self.stage, return_exceptions=True, max_tokens=REPLY_TOKENS
+        )
         offline = {t.chunk_id: t for t in self.fallback.themes(chunks, entities, edges)}
         out: list[ChunkTheme] = []
         for chunk, reply in zip(todo, replies, strict=True):

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from hyperfolio.models.budget import call_budget
 from hyperfolio.models.cache import ResponseCache, cache_key
 from hyperfolio.models.errors import (
     ModelCallError,
@@ -717,6 +718,9 @@ class OpenAICompatClient:
             out["temperature"] = self.temperature
         if self.max_tokens:
             out["max_tokens"] = self.max_tokens
+        elif self.link.profile is not None and self.link.profile.context_tokens:
+            # A known context: a reply may take its share, never run on to the end of it.
+            out["max_tokens"] = call_budget(self.link.profile).max_tokens
         out.update({k: v for k, v in params.items() if v is not None})
         return out
 
