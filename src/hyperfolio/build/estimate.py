@@ -32,6 +32,7 @@ from hyperfolio.build.summarise import STAGE as SUMMARY_STAGE
 from hyperfolio.build.summarise import DescriptionSummariser, Summary
 from hyperfolio.build.themes_llm import PROMPT as THEME_PROMPT
 from hyperfolio.build.themes_llm import ThemeReply
+from hyperfolio.config import BuildOptions
 from hyperfolio.model import Document
 from hyperfolio.models.budget import call_budget, schema_overhead
 from hyperfolio.models.openai_compat import system_message, user_message
@@ -190,14 +191,14 @@ def estimate_work(
     *,
     history: Mapping[str, StageUsage] | None = None,
     max_tokens: int | None = None,
-    anchor_min_pages: int = 2,
-    anchor_cover: int = 2,
+    build: BuildOptions | None = None,
     slots: int = 1,
     price_input: float = 0.0,
     price_output: float = 0.0,
     offline: OfflineExtractor | None = None,
 ) -> WorkEstimate:
     """Model calls and tokens per stage for adding `documents` with the model path on."""
+    build = build or BuildOptions()
     plan = _Planner(profile, history or {}, max_tokens)
     offline = offline or OfflineExtractor()
     out = WorkEstimate(server=profile.describe() if profile is not None else "")
@@ -207,13 +208,18 @@ def estimate_work(
         out.documents += 1
         out.pages += len(doc.pages)
         out.chunks += sum(len(u.chunks) for u in units)
+        if not build.hypergraph:  # no graph, no model work while adding
+            continue
         plan.extraction(units)
         graphs = offline.extract_document(units)
-        merged = merge(graphs)
+        merged = merge(graphs, build.max_description_chars)
         plan.summaries(merged)
-        plan.reconciliation(merged, units)
-        plan.themes(graphs, units)
-        plan.refinement(merged, units, anchor_min_pages, anchor_cover)
+        if build.reconcile:
+            plan.reconciliation(merged, units)
+        if build.themes:
+            plan.themes(graphs, units)
+        if build.refine:  # "full" refinement is a cost baseline: planned like anchors, a lower bound
+            plan.refinement(merged, units, build.anchor_min_pages, build.anchor_cover)
     notes = {
         SUMMARY_STAGE: "one per entity with many descriptions",
         "reconcile": "one per group of facts sharing a head, one per conflict the rules find",
