@@ -23,22 +23,18 @@ from pydantic import BaseModel
 from hyperfolio.build.extract import PageUnit
 from hyperfolio.build.extract_llm import LLMExtractor, PageExtraction
 from hyperfolio.build.extract_offline import OfflineExtractor
-from hyperfolio.build.layers import chunk_text
 from hyperfolio.build.merge import MergedGraph, merge
 from hyperfolio.build.reconcile import OfflineDetector, detection_batches
 from hyperfolio.build.reconcile_llm import DetectReply, LLMDetector, LLMResolver, ResolveReply
 from hyperfolio.build.refine import NOT_ANCHORS, select_anchors
 from hyperfolio.build.summarise import STAGE as SUMMARY_STAGE
 from hyperfolio.build.summarise import DescriptionSummariser, Summary
-from hyperfolio.build.themes_llm import PROMPT as THEME_PROMPT
-from hyperfolio.build.themes_llm import ThemeReply
+from hyperfolio.build.themes_llm import LLMThemer, ThemeReply
 from hyperfolio.config import BuildOptions
 from hyperfolio.model import Document
 from hyperfolio.models.budget import call_budget, schema_overhead
-from hyperfolio.models.openai_compat import system_message, user_message
 from hyperfolio.models.server_profile import ServerProfile
 from hyperfolio.models.usage import StageUsage, estimate_tokens
-from hyperfolio.phrases import clip, one_line
 
 # Reply tokens per call when the collection has no history: what instruct models write for these
 # replies (a page's entities and facts; a one-sentence theme with keywords; a refined relation list).
@@ -164,12 +160,10 @@ class _Planner:
             for entity in graph.entities:
                 for chunk_id in entity.chunks:
                     names.setdefault(chunk_id, []).append(entity.name)
+        themer = LLMThemer(cast(Any, None))  # its prompts only: no call is made
         stage, overhead, reply = self.stages["themes"], self.schema(ThemeReply), self.reply("themes")
         for chunk in (c for u in units for c in u.chunks if c.chunk_id in names):
-            text = f"Passage ({chunk.modality}):\n{clip(one_line(chunk_text(chunk)), 2500)}\n\nEntities: "
-            stage.add(
-                [system_message(THEME_PROMPT), user_message(text + "; ".join(names[chunk.chunk_id]))], overhead, reply
-            )
+            stage.add(themer.messages(chunk, names[chunk.chunk_id]), overhead, reply)
 
     def refinement(self, merged: MergedGraph, units: list[PageUnit], min_pages: int, cover: int) -> None:
         page_of = {c.chunk_id: (c.doc_id, c.page) for u in units for c in u.chunks}

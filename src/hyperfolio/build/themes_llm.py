@@ -65,7 +65,7 @@ class LLMThemer:
         self.fallbacks = 0
         self.ledger: BuildLedger | None = None  # records which chunk themes the model wrote
 
-    def _messages(self, chunk: Chunk, names: list[str], image: bytes | None) -> list[dict[str, Any]]:
+    def messages(self, chunk: Chunk, names: list[str], image: bytes | None = None) -> list[dict[str, Any]]:
         scope = " > ".join(p for p in chunk.section_path if p)
         text = (
             (f"Section: {scope}\n" if scope else "")
@@ -80,7 +80,7 @@ class LLMThemer:
         conversations = []
         for chunk in todo:
             image = self.picture(chunk.chunk_id) if self.vision is not None and self.picture else None
-            conversations.append(self._messages(chunk, [n for _, n in entities[chunk.chunk_id]], image))
+            conversations.append(self.messages(chunk, [n for _, n in entities[chunk.chunk_id]], image))
         model = self.vision if self.vision is not None and self.picture else self.chat
         replies = model.complete_json_many(
             conversations, ThemeReply, stage=self.stage, return_exceptions=True, max_tokens=REPLY_TOKENS
