@@ -60,7 +60,7 @@ KILLER = textwrap.dedent(
             self.files = 0
         def file_started(self, path):
             self.files += 1
-        def chunks_embedded(self, count):
+        def chunks_embedded(self, count, total=0):
             if self.files == 3:
                 os.kill(os.getpid(), signal.SIGKILL)
 

@@ -3,7 +3,8 @@
 The public API lives here; everything else is an implementation detail.
 """
 
-from hyperfolio.collection import AddReport, AddResult, Collection
+from typing import TYPE_CHECKING, Any
+
 from hyperfolio.config import ParseOptions, Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
 from hyperfolio.model import (
@@ -16,6 +17,22 @@ from hyperfolio.model import (
     EvidencePackage,
     Page,
 )
+
+if TYPE_CHECKING:
+    from hyperfolio.collection import AddReport, AddResult, Collection
+
+_LAZY = {"AddReport", "AddResult", "Collection"}
+
+
+def __getattr__(name: str) -> Any:
+    """The collection module (and all it wires) loads on first use: worker processes that only
+    parse, and `import hyperfolio.parse`, stay light."""
+    if name in _LAZY:
+        from hyperfolio import collection
+
+        return getattr(collection, name)
+    raise AttributeError(f"module 'hyperfolio' has no attribute {name!r}")
+
 
 __all__ = [
     "AddReport",

@@ -21,6 +21,7 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.model import Answer, EvidencePackage
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve.base import typed_knobs
+from hyperfolio.timing import StageTimes
 
 app = typer.Typer(
     help="Ask questions of complex documents, offline, with cited answers.",
@@ -84,27 +85,47 @@ def _query(
 
 
 class _BarProgress(AddProgress):
+    """One bar over pages: finished files' pages, pages/s as the summary counts them, ETA, and what
+    the current file is doing (stage and its own progress)."""
+
     def __init__(self, progress: Progress, task: Any) -> None:
         self.progress = progress
         self.task = task
         self.pages = 0
+        self.files = self.files_done = 0
         self.name = ""
         self.started = time.perf_counter()
         self._said, self._said_at = "", -1e9
 
+    def planned(self, files: int, pages: int) -> None:
+        self.files = files
+        self.progress.update(self.task, total=max(pages, 1))
+
+    def _show(self, doing: str) -> None:
+        elapsed = max(time.perf_counter() - self.started, 1e-6)
+        rate = self.pages / elapsed
+        total = self.progress.tasks[0].total or 0
+        left = max(total - self.pages, 0)
+        eta = f", about {_duration(left / rate)} left" if rate > 0 and left else ""
+        self.progress.update(
+            self.task,
+            completed=self.pages,
+            rate=f"{rate:.1f} pages/s{eta}" if self.pages else "",
+            current=f"file {min(self.files_done + 1, self.files)}/{self.files} {self.name}: {doing}",
+        )
+
     def file_started(self, path: str) -> None:
         self.name = Path(path).name
-        self.progress.update(self.task, current=self.name)
+        self._show("reading")
 
     def pages_parsed(self, done: int, total: int) -> None:
-        rate = (self.pages + done) / max(time.perf_counter() - self.started, 1e-6)
-        self.progress.update(self.task, current=f"{self.name} page {done}/{total}", rate=f"{rate:.1f} pages/s")
+        self._show(f"parsed {done}/{total} pages")
 
-    def chunks_embedded(self, count: int) -> None:
-        self.progress.update(self.task, current=f"{self.name} embedding")
+    def chunks_embedded(self, count: int, total: int = 0) -> None:
+        self._show(f"embedded {count}/{total} chunks" if total else "embedding")
 
     def graph_stage(self, stage: str) -> None:
-        self.progress.update(self.task, current=f"{self.name} {stage}")
+        self._show(stage)
         # Without a terminal the bar is not redrawn: say what the long stages are doing, now and then.
         # A new stage is said at once, progress within a stage at most every 5 s.
         now, key = time.perf_counter(), stage.split(" (")[0].split(":")[0]
@@ -115,10 +136,10 @@ class _BarProgress(AddProgress):
             self._said, self._said_at = stage, now
 
     def file_finished(self, result: AddResult) -> None:
+        self.files_done += 1
         if result.status in {"added", "resumed", "replaced"}:
             self.pages += result.pages
-        rate = self.pages / max(time.perf_counter() - self.started, 1e-6)
-        self.progress.update(self.task, advance=1, rate=f"{rate:.1f} pages/s")
+        self._show(result.status)
         if result.status == "failed":
             self.progress.console.print(f"[red]failed[/red] {result.path}: {result.reason}", soft_wrap=True)
         else:
@@ -130,10 +151,31 @@ class _BarProgress(AddProgress):
             )
 
 
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
 @app.command()
 def add(
     paths: Annotated[list[str], typer.Argument(help="Files, folders or glob patterns.")],
     collection: CollectionOpt = DEFAULT_COLLECTION,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", "-w", help="Processes that parse pages (default: one per core; 0: all in this process)."
+        ),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray", help="Parse on Ray: local (start one here), auto (join this machine's cluster) or an address."
+        ),
+    ] = None,
 ) -> None:
     """Index documents (PDF, Markdown, HTML, text). Exit code 1 if any file failed."""
     col = _open(collection)
@@ -141,17 +183,18 @@ def add(
         TextColumn("[bold]adding"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("pages"),
         TextColumn("{task.fields[rate]}"),
         TimeElapsedColumn(),
         TextColumn("{task.fields[current]}"),
         console=console,
         transient=False,
     ) as progress:
-        from hyperfolio.collection import expand_paths
-
-        files, _ = expand_paths(paths)
-        task = progress.add_task("add", total=len(files), rate="", current="")
-        report = col.add(paths, progress=_BarProgress(progress, task))
+        task = progress.add_task("add", total=None, rate="", current="")
+        try:
+            report = col.add(paths, progress=_BarProgress(progress, task), workers=workers, ray=ray)
+        except HyperfolioError as exc:
+            _fail(str(exc))
     done = [r for r in report.results if r.ok]
     console.print(
         f"{len(done)} ok, {len(report.failed)} failed, {report.pages} pages indexed in {report.seconds:.1f}s "
@@ -159,7 +202,7 @@ def add(
         soft_wrap=True,
     )
     for result in report.failed:
-        if not any(result.path == f for f in map(str, files)):
+        if not Path(result.path).is_file():
             errors.print(f"[red]failed[/red] {result.path}: {result.reason}", soft_wrap=True)
     _say_offline_parts(col)
     col.close()
@@ -257,9 +300,20 @@ def stats(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = Fal
     table = Table(title=f"collection {col.path}")
     table.add_column("what")
     table.add_column("value")
+    times = StageTimes(dict(data.pop("stage_seconds", {})))
     for key, value in data.items():
         table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
     console.print(table)
+    if times.seconds:
+        pages = max(int(data.get("pages", 0)), 1)
+        stages = Table(title="indexing time by stage (summed over documents and workers)")
+        for name in ("stage", "seconds", "share", "ms per page"):
+            stages.add_column(name, justify="left" if name == "stage" else "right")
+        for stage, seconds in times.ordered():
+            share = seconds / max(times.total, 1e-9)
+            stages.add_row(stage, f"{seconds:.1f}", f"{share:.0%}", f"{1000 * seconds / pages:.0f}")
+        stages.add_row("all", f"{times.total:.1f}", "100%", f"{1000 * times.total / pages:.0f}")
+        console.print(stages)
 
 
 def _say_offline_parts(col: Collection) -> None:

@@ -35,14 +35,15 @@ from hyperfolio.build.refine_llm import LLMRefiner
 from hyperfolio.build.summarise import DescriptionSummariser
 from hyperfolio.build.themes_llm import LLMThemer
 from hyperfolio.config import Settings
-from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
+from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError
+from hyperfolio.ingest import Executor, FileJob, ParseAhead, default_workers, make_executor
 from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
 from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.progress import ModelProgress
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.models.registry import ModelSet
 from hyperfolio.models.usage import read_usage
-from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
+from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file, quick_page_count
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.retrieve.base import with_knobs
 from hyperfolio.retrieve.encoding import TextCache
@@ -53,10 +54,12 @@ from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.concept_tables import Decision
 from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.timing import StageTimes
 
 log = logging.getLogger(__name__)
 
 EMBED_BATCH_CHUNKS = 256
+SMALL_JOB_BYTES = 2_000_000  # one PDF smaller than this parses faster here than worker processes start
 RETRIEVAL_MODES: tuple[str, ...] = tuple(STRATEGIES)  # chunks embedded and committed per transaction
 
 
@@ -70,6 +73,7 @@ class AddResult:
     chunks: int = 0
     seconds: float = 0.0
     reason: str = ""
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # this run's seconds per stage
 
     @property
     def ok(self) -> bool:
@@ -93,11 +97,14 @@ class AddReport:
 class AddProgress:
     """Callbacks for long ingestion; the CLI draws a progress bar from them."""
 
+    def planned(self, files: int, pages: int) -> None:
+        """Called once before work starts: how many files and (estimated) pages there are."""
+
     def file_started(self, path: str) -> None: ...
 
     def file_finished(self, result: AddResult) -> None: ...
 
-    def chunks_embedded(self, count: int) -> None: ...
+    def chunks_embedded(self, count: int, total: int = 0) -> None: ...
 
     def pages_parsed(self, done: int, total: int) -> None: ...
 
@@ -326,35 +333,69 @@ class Collection:
             raise HyperfolioError(f"{ref!r} matches {len(exact)} documents; use a document id")
         raise DocumentNotFound(ref)
 
-    def add(self, paths: Iterable[str | Path] | str | Path, progress: AddProgress | None = None) -> AddReport:
-        """Index files, folders or glob patterns; a failing file is reported and the rest go on."""
+    def add(
+        self,
+        paths: Iterable[str | Path] | str | Path,
+        progress: AddProgress | None = None,
+        workers: int | None = None,
+        ray: str | None = None,
+    ) -> AddReport:
+        """Index files, folders or glob patterns; a failing file is reported and the rest go on.
+
+        Pages are parsed by `workers` processes (default: settings, one per core) or on Ray
+        (`ray`: "local", "auto" or an address) while this process writes, embeds and builds the
+        hypergraph file by file, in the order given.
+        """
         if isinstance(paths, (str, Path)):
             paths = [paths]
         started = time.perf_counter()
         progress = progress or AddProgress()
         files, problems = expand_paths(paths)
         report = AddReport(results=list(problems))
-        for path in files:
-            progress.file_started(str(path))
-            with self._lock:
-                result = self._add_one(path, progress)
-            report.results.append(result)
-            progress.file_finished(result)
+        jobs = [FileJob(path) for path in files]
+        progress.planned(len(jobs), sum(quick_page_count(job.path) for job in jobs))
+        executor = self._executor(jobs, workers, ray)
+        ahead = ParseAhead(executor, self.settings.parse)
+        try:
+            for index, job in enumerate(jobs):
+                ahead.fill(jobs[index:], self._prepare)
+                progress.file_started(str(job.path))
+                with self._lock:
+                    result = self._add_one(job, ahead, progress)
+                job.data, job.parts = b"", []  # the next files' bytes, not every file's, stay in memory
+                report.results.append(result)
+                progress.file_finished(result)
+        finally:
+            ahead.executor.close()
         report.seconds = time.perf_counter() - started
         return report
 
-    def _add_one(self, path: Path, progress: AddProgress) -> AddResult:
+    def _executor(self, jobs: list[FileJob], workers: int | None, ray: str | None) -> Executor:
+        """Ray when asked; else worker processes, unless the files are so few that starting them costs more."""
+        ray = ray if ray is not None else self.settings.ray
+        chosen = workers if workers is not None else self.settings.workers
+        if not ray and chosen < 0:
+            pdfs = [j for j in jobs if j.path.suffix.lower() == ".pdf"]
+            small = sum(j.path.stat().st_size for j in pdfs if j.path.is_file()) < SMALL_JOB_BYTES
+            chosen = 0 if len(pdfs) <= 1 and small else default_workers()
+        return make_executor(chosen, ray or None)
+
+    def _prepare(self, job: FileJob) -> None:
+        """Read a file and decide whether it needs parsing: the store may hold its content already."""
+        job.read()
+        if job.error is None:
+            job.parse = self.store.document_by_hash(job.content_hash) is None
+
+    def _add_one(self, job: FileJob, ahead: ParseAhead, progress: AddProgress) -> AddResult:
         started = time.perf_counter()
+        path = job.path
         result = AddResult(str(path), "added")
+        times = StageTimes()
+        doc_id = ""
         try:
-            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise UnsupportedFileError(
-                    str(path),
-                    f"unsupported file type {path.suffix or '(none)'!r}; "
-                    f"supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}",
-                )
-            content_hash = _file_hash(path)
-            existing = self.store.document_by_hash(content_hash)
+            if job.error is not None:
+                raise job.error
+            existing = self.store.document_by_hash(job.content_hash)
             if existing is not None and existing.status == STAGE_READY:
                 result.status, result.reason = "skipped", "already indexed (same content)"
                 result.doc_id, result.title = existing.doc_id, existing.title
@@ -362,9 +403,14 @@ class Collection:
                 self._drop_older_versions(path, existing.doc_id)
                 return result
             if existing is None:
-                doc = parse_file(path, self.settings.parse, on_page=progress.pages_parsed)
+                if not job.parse:  # it was stored when planned, then removed: parse it now
+                    job.parse = True
+                    ahead.fill([job], self._prepare)
+                doc = ahead.document(job, times, on_page=progress.pages_parsed)
+                doc_id = doc.doc_id
                 try:
-                    self._write(doc)
+                    with times.stage("write"):
+                        self._write(doc)
                 except sqlite3.IntegrityError:
                     # Another process wrote the same content meanwhile: carry on from its state.
                     result.status = "resumed"
@@ -373,7 +419,8 @@ class Collection:
                 result.status = "resumed"
                 info = existing
             assert info is not None
-            self._index(info, progress)
+            doc_id = info.doc_id
+            self._index(info, progress, times)
             result.doc_id, result.title = info.doc_id, info.title
             result.pages, result.chunks = info.num_pages, info.num_chunks
             if self._drop_older_versions(path, info.doc_id) and result.status == "added":
@@ -385,7 +432,11 @@ class Collection:
         except Exception as exc:  # a bug or an unexpected library error: report it, go on with the rest
             log.exception("unexpected error while adding %s", path)
             result.status, result.reason = "failed", f"unexpected error: {type(exc).__name__}: {exc}"
+        finally:
+            if doc_id and times.seconds and self.store.get_document(doc_id) is not None:
+                self.store.add_stage_times(doc_id, times.seconds)
         result.seconds = time.perf_counter() - started
+        result.stage_seconds = dict(times.ordered())
         return result
 
     def _write(self, doc: Document) -> None:
@@ -401,7 +452,7 @@ class Collection:
                 chunk.image = None
         self.store.write_document(doc)
 
-    def _index(self, info: DocumentInfo, progress: AddProgress) -> None:
+    def _index(self, info: DocumentInfo, progress: AddProgress, times: StageTimes | None = None) -> None:
         """Embed the chunks that have no vector yet, batch by batch; resumable at any point."""
         stored_dim = self.store.get_meta("embed_dim")
         if stored_dim is not None and int(stored_dim) != self.embedder.dim:
@@ -412,24 +463,28 @@ class Collection:
         if self.store.get_meta("embedder") is None:
             self.store.set_meta("embedder", self.embedder.name)
             self.store.set_meta("embed_dim", str(self.embedder.dim))
+        times = times if times is not None else StageTimes()
         if info.status in ("", STAGE_PARSED):
             missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
             for start in range(0, len(missing), EMBED_BATCH_CHUNKS):
                 batch = missing[start : start + EMBED_BATCH_CHUNKS]
-                vectors = self.embedder.embed([embedding_text(c.section_path, c.text) for c in batch])
-                self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for c in batch], vectors)
-                progress.chunks_embedded(len(batch))
+                with times.stage("chunk embedding"):
+                    vectors = self.embedder.embed([embedding_text(c.section_path, c.text) for c in batch])
+                    self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for c in batch], vectors)
+                progress.chunks_embedded(min(start + len(batch), len(missing)), len(missing))
             self.store.set_stage(info.doc_id, STAGE_EMBEDDED)
             info.status = STAGE_EMBEDDED
         if info.status == STAGE_EMBEDDED:
             if self.settings.build.hypergraph:
                 progress.graph_stage("building hypergraph")
-                self.last_graph_report = self._build_graph_of(info, progress)
+                self.last_graph_report = self._build_graph_of(info, progress, times=times)
                 progress.graph_stage("built" + self._usage_note())
             self.store.set_stage(info.doc_id, STAGE_GRAPHED)
         self.store.set_stage(info.doc_id, STAGE_READY)
 
-    def _build_graph_of(self, info: DocumentInfo, progress: AddProgress, clear: bool = False) -> GraphReport:
+    def _build_graph_of(
+        self, info: DocumentInfo, progress: AddProgress, clear: bool = False, times: StageTimes | None = None
+    ) -> GraphReport:
         if clear:  # drop what the earlier build made, the offline-built parts included
             self.store.clear_document_graph(info.doc_id)
         detector, resolver = self.reconcilers
@@ -454,6 +509,7 @@ class Collection:
             detector=detector,
             resolver=resolver,
             themer=themer,
+            times=times,
         )
         self.store.record_builds(info.doc_id, [(o.stage, o.item, o.how, o.reason) for o in ledger.outcomes])
         report.offline = len(ledger.offline_items())

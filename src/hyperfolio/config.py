@@ -140,6 +140,8 @@ class Settings:
     models: ModelOptions = field(default_factory=ModelOptions)
     embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2) or "model2vec" (distilled from it)
     embed_batch: int = 64
+    workers: int = -1  # parsing processes: -1 one per core (in-process for a few pages), 0 in-process
+    ray: str = ""  # parse on Ray instead: "local", "auto" or a cluster address
     default_mode: str = "auto"  # the learned ranking over every other source (retrieve/auto.py)
     top_k: int = 10
     rrf_k: int = 60

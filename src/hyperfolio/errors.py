@@ -15,6 +15,9 @@ class ParseError(HyperfolioError):
         self.path = str(path)
         self.reason = reason
 
+    def __reduce__(self) -> tuple:  # travels back intact from worker processes and Ray tasks
+        return (type(self), (self.path, self.reason))
+
 
 class UnsupportedFileError(ParseError):
     """The file's type is not one hyperfolio reads."""
@@ -28,3 +31,6 @@ class DocumentNotFound(HyperfolioError):
     def __init__(self, ref: str) -> None:
         super().__init__(f"no document matches {ref!r} in this collection")
         self.ref = ref
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.ref,))

@@ -25,6 +25,7 @@ from hyperfolio.model import Entity, Hyperedge
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, scoped_key
 from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.timing import StageTimes
 
 
 @dataclass
@@ -86,25 +87,32 @@ def build_document_graph(
     detector: ConflictDetector | None = None,
     resolver: ConflictResolver | None = None,
     themer: Themer | None = None,
+    times: StageTimes | None = None,
 ) -> GraphReport:
+    """`times` gets the seconds each step took."""
     started = time.perf_counter()
     report = GraphReport(doc_id)
     note = on_stage or (lambda _stage: None)
+    times = times if times is not None else StageTimes()
     by_page: dict[int, list] = {}
     for chunk in store.iter_chunks(doc_id):
         by_page.setdefault(chunk.page, []).append(chunk)
     units = [PageUnit(doc_id, title, page, chunks) for page, chunks in sorted(by_page.items())]
     note("extracting")
-    graphs = extractor.extract_document(units)
-    merged = merge(graphs, options.max_description_chars)
+    with times.stage("extraction"):
+        graphs = extractor.extract_document(units)
+    with times.stage("merge"):
+        merged = merge(graphs, options.max_description_chars)
     if summarise is not None:
         note("summarising descriptions")
-        summarise(merged)
+        with times.stage("summaries"):
+            summarise(merged)
     if options.reconcile:
         note("reconciling facts")
-        report.reconcile = reconcile(
-            store, merged, doc_id, detector or OfflineDetector(), resolver or OfflineResolver()
-        )
+        with times.stage("reconcile"):
+            report.reconcile = reconcile(
+                store, merged, doc_id, detector or OfflineDetector(), resolver or OfflineResolver()
+            )
     entities = [
         (
             Entity(
@@ -125,27 +133,32 @@ def build_document_graph(
         (Hyperedge(h.edge_id, h.level, h.description, h.keywords, h.strength, h.members, h.relation), h.chunks)
         for h in merged.edges.values()
     ]
-    store.write_graph(entities, edges, options.max_description_chars)
+    with times.stage("graph writes"):
+        store.write_graph(entities, edges, options.max_description_chars)
     report.entities = len(entities)
     for h, _ in edges:
         report.edges[h.level] = report.edges.get(h.level, 0) + 1
     if options.refine:
         note("refining")
-        if options.refine_mode == "full":
-            report.refine = refine_pages(store, refiner, doc_id)
-        else:
-            touched = [e.entity_id for e, _ in entities]
-            report.refine = refine_anchors(
-                store, refiner, touched, options.anchor_min_pages, cover=options.anchor_cover
-            )
+        with times.stage("refine"):
+            if options.refine_mode == "full":
+                report.refine = refine_pages(store, refiner, doc_id)
+            else:
+                touched = [e.entity_id for e, _ in entities]
+                report.refine = refine_anchors(
+                    store, refiner, touched, options.anchor_min_pages, cover=options.anchor_cover
+                )
     note("embedding graph")
-    embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)
+    with times.stage("graph embedding"):
+        embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)
     if options.concepts:
         note("concept layer")
-        earlier = list(store.concepts_of(sorted(report.reconcile.touched)).values())
-        report.concepts = update_concept_layer(store, embedder, doc_id, earlier)
+        with times.stage("concepts"):
+            earlier = list(store.concepts_of(sorted(report.reconcile.touched)).values())
+            report.concepts = update_concept_layer(store, embedder, doc_id, earlier)
     if options.themes:
         note("theme layer")
-        report.themes = build_theme_layer(store, embedder, doc_id, themer or OfflineThemer())
+        with times.stage("themes"):
+            report.themes = build_theme_layer(store, embedder, doc_id, themer or OfflineThemer())
     report.seconds = time.perf_counter() - started
     return report

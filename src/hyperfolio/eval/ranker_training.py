@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval.datasets import EvalQuestion
 from hyperfolio.eval.metrics import paragraph_matches
 from hyperfolio.retrieve.auto import order_rows
@@ -79,7 +80,12 @@ def collect(
 
 def fit(rows: Sequence[QuestionRows], exclude: Sequence[str] = (), c: float = DEFAULT_C) -> LinearRanker:
     """A logistic ranker over the columns of the groups not excluded, each question weighted equally."""
-    from sklearn.linear_model import LogisticRegression  # training only: queries never import it
+    try:  # training only: queries never import it, and the default install leaves it out
+        from sklearn.linear_model import LogisticRegression
+    except ModuleNotFoundError as exc:
+        raise HyperfolioError(
+            "fitting a ranker needs scikit-learn, which the default install leaves out: pip install 'hyperfolio[train]'"
+        ) from exc
 
     columns = feature_columns(exclude)
     usable = [r for r in rows if r.trainable]

@@ -7,7 +7,7 @@ fills the document identity (content hash, title, source). Parsers read, never w
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,16 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError, UnsupportedFileError
 from hyperfolio.model import Document, Page
 
-__all__ = ["SUPPORTED_SUFFIXES", "parse_file"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "file_kind",
+    "finish_document",
+    "page_count",
+    "parse_file",
+    "quick_page_count",
+    "read_file",
+    "read_pages",
+]
 
 _KINDS: dict[str, str] = {
     ".pdf": "pdf",
@@ -50,23 +59,21 @@ def _parser(kind: str) -> Parser:
     return parse_text
 
 
-def parse_file(
-    path: str | Path,
-    options: ParseOptions | None = None,
-    on_page: Callable[[int, int], None] | None = None,
-) -> Document:
-    """Read one file into a `Document`; raises ParseError/UnsupportedFileError naming file and reason.
-
-    `on_page(done, total)` reports progress through paginated formats (PDF).
-    """
-    options = options or ParseOptions()
-    path = Path(path)
-    name = str(path)
+def file_kind(path: Path) -> str:
+    """The parser a file goes to, by suffix; UnsupportedFileError names the supported ones."""
     kind = _KINDS.get(path.suffix.lower())
     if kind is None:
         supported = ", ".join(SUPPORTED_SUFFIXES)
         reason = f"unsupported file type {path.suffix or '(no suffix)'!r}; supported: {supported}"
-        raise UnsupportedFileError(name, reason)
+        raise UnsupportedFileError(str(path), reason)
+    return kind
+
+
+def read_file(path: str | Path) -> bytes:
+    """The file's bytes, or a ParseError naming the file and why it cannot be read."""
+    path = Path(path)
+    name = str(path)
+    file_kind(path)
     if not path.exists():
         raise ParseError(name, "file not found")
     if not path.is_file():
@@ -77,11 +84,55 @@ def parse_file(
         raise ParseError(name, f"cannot read file: {exc.strerror or exc}") from exc
     if not data:
         raise ParseError(name, "file is empty (0 bytes)")
+    return data
 
+
+def page_count(path: Path, data: bytes) -> int:
+    """Pages a file will be read as: a PDF's pages, one for other formats."""
+    if file_kind(path) != "pdf":
+        return 1
+    from hyperfolio.parse.pdf import pdf_page_count
+
+    return pdf_page_count(path, data)
+
+
+def quick_page_count(path: Path) -> int:
+    """Pages of a file without reading it all (for progress); 1 when unknown or not a PDF."""
+    if path.suffix.lower() != ".pdf":
+        return 1
+    try:
+        import pymupdf
+
+        with pymupdf.open(path) as doc:
+            return max(doc.page_count, 1)
+    except Exception:  # a broken file: the parser reports it properly later
+        return 1
+
+
+def read_pages(path: Path, data: bytes, options: ParseOptions, numbers: Sequence[int]) -> Any:
+    """Pass 1 of a PDF on some of its 0-based pages: the part of parsing that runs on workers."""
+    from hyperfolio.parse.pdf import read_pdf_pages
+
+    return read_pdf_pages(path, data, options, numbers)
+
+
+def finish_document(
+    path: Path,
+    data: bytes,
+    options: ParseOptions,
+    parts: Sequence[Any] | None = None,
+    on_page: Callable[[int, int], None] | None = None,
+) -> Document:
+    """The whole `Document`: PDF pages from `parts` read by `read_pages` (read here when None);
+    other formats parsed here, whole."""
+    kind = file_kind(path)
+    name = str(path)
     if kind == "pdf":
-        from hyperfolio.parse.pdf import parse_pdf
+        from hyperfolio.parse.pdf import assemble_pdf, read_pdf_pages
 
-        pages, title, meta = parse_pdf(path, data, options, on_page=on_page)
+        if parts is None:
+            parts = [read_pdf_pages(path, data, options, on_page=on_page)]
+        pages, title, meta = assemble_pdf(path, data, parts, options)
     else:
         pages, title, meta = _parser(kind)(path, data, options)
     if not any(c.text.strip() and not c.placeholder for p in pages for c in p.chunks) and not any(
@@ -98,3 +149,16 @@ def parse_file(
         content_hash=digest,
         meta=meta,
     )
+
+
+def parse_file(
+    path: str | Path,
+    options: ParseOptions | None = None,
+    on_page: Callable[[int, int], None] | None = None,
+) -> Document:
+    """Read one file into a `Document`; raises ParseError/UnsupportedFileError naming file and reason.
+
+    `on_page(done, total)` reports progress through paginated formats (PDF).
+    """
+    path = Path(path)
+    return finish_document(path, read_file(path), options or ParseOptions(), on_page=on_page)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import re
 import statistics
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from hyperfolio.model import BBox, Page
 from hyperfolio.parse.chunking import Block, blocks_to_chunks
 from hyperfolio.parse.ocr import ocr_image, ocr_textpage, tesseract_available
 from hyperfolio.parse.tree import SectionTracker, clean_heading, heading_key, level_for, rank_levels
+from hyperfolio.timing import StageTimes
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,7 @@ class _PageData:
     image_count: int = 0
     warnings: list[str] = field(default_factory=list)
     label: str = ""  # the printed page label where the PDF defines labels ("iv", "5")
+    times: StageTimes = field(default_factory=StageTimes)
 
 
 # ---------------------------------------------------------------- opening
@@ -383,7 +386,9 @@ def _tables(
     if horizontal + vertical < 4 and boxes < 6:
         return []
     try:
-        found = page.find_tables()
+        # PyMuPDF 2 gates its line-based finder by an ONNX layout model by default: ~0.6 s a page on
+        # two cores, most of the indexing time. The ruling gate above does that job cheaply.
+        found = page.find_tables(use_layout=False)
     except Exception as exc:
         log.warning("page %d: table detection failed: %s", page.number + 1, exc)
         return []
@@ -537,9 +542,17 @@ def _page_label(page: pymupdf.Page) -> str:
     return "" if label == str(page.number + 1) else label
 
 
-def _read_page(doc: pymupdf.Document, page: pymupdf.Page, options: ParseOptions) -> _PageData:
-    number = page.number + 1
-    data = _PageData(number=number, width=page.rect.width, height=page.rect.height, label=_page_label(page))
+def _read_page(page: pymupdf.Page, options: ParseOptions) -> _PageData:
+    """One page's items, timed by stage (text is what the other stages leave)."""
+    began = time.perf_counter()
+    data = _PageData(number=page.number + 1, width=page.rect.width, height=page.rect.height, label=_page_label(page))
+    _fill_page(page, data, options)
+    data.times.add("text", time.perf_counter() - began - data.times.total)
+    return data
+
+
+def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> None:
+    number = data.number
     text_dict = page.get_text("dict", flags=_TEXT_FLAGS, sort=True)
     segments = _segments(text_dict, ocr=False)
     native_chars = sum(len(s.text) for s in segments)
@@ -548,7 +561,8 @@ def _read_page(doc: pymupdf.Document, page: pymupdf.Page, options: ParseOptions)
         _area(pymupdf.Rect(i["bbox"]) & page.rect) >= 0.8 * page.rect.get_area() for i in page.get_image_info()
     )
     if options.ocr and (native_chars < options.min_page_chars or scanned):
-        ocr_segments = _ocr_page(page, options)
+        with data.times.stage("ocr"):
+            ocr_segments = _ocr_page(page, options)
         ocr_chars = sum(len(s.text) for s in ocr_segments)
         needed = native_chars if native_chars < options.min_page_chars else max(native_chars * 1.5, native_chars + 40)
         if ocr_chars > needed:
@@ -570,7 +584,9 @@ def _read_page(doc: pymupdf.Document, page: pymupdf.Page, options: ParseOptions)
         segments = kept
 
     drawings = page.get_drawings()
-    tables = _tables(page, drawings, options, text_dict)
+    with data.times.stage("tables"):
+        tables = _tables(page, drawings, options, text_dict)
+    figures_began = time.perf_counter()
     images = _raster_images(page, options)
     text_chars = sum(len(s.text) for s in segments)
     page_area = page.rect.get_area() or 1.0
@@ -614,13 +630,14 @@ def _read_page(doc: pymupdf.Document, page: pymupdf.Page, options: ParseOptions)
     _attach_captions(items)
     for fig in figures:
         _fill_figure(page, fig, data, options)
+    data.times.add("figures", time.perf_counter() - figures_began - data.times.seconds.get("figure ocr", 0.0))
+    data.times.add("ocr", data.times.seconds.pop("figure ocr", 0.0))
     for tab in tables:
         assert tab.block is not None and tab.block.table is not None
         lines = [tab.block.caption] if tab.block.caption else []
         lines.extend(" | ".join(row) for row in tab.block.table)
         tab.block.text = "\n".join(lines)
     data.items = reading_order(items, data.width, data.height)
-    return data
 
 
 def _ocr_page(page: pymupdf.Page, options: ParseOptions) -> list[_Item]:
@@ -658,7 +675,8 @@ def _fill_figure(page: pymupdf.Page, fig: _Item, data: _PageData, options: Parse
         and (fig.bbox[2] - fig.bbox[0]) > 40
         and (fig.bbox[3] - fig.bbox[1]) > 20
     ):
-        block.ocr_text = ocr_image(block.image, options.ocr_language, timeout=15) or None
+        with data.times.stage("figure ocr"):
+            block.ocr_text = ocr_image(block.image, options.ocr_language, timeout=15) or None
     parts = [block.caption] if block.caption else []
     if labels:
         parts.append(" ".join(labels))
@@ -817,33 +835,79 @@ def _title_from_first_page(pages: list[_PageData], body: float) -> str | None:
     return None
 
 
-def parse_pdf(
+@dataclass
+class PdfPart:
+    """Some pages of a PDF read on their own (a worker's share); `assemble_pdf` joins the parts."""
+
+    pages: list[_PageData]
+    repaired: bool = False  # MuPDF repaired the file while reading these pages
+
+    @property
+    def times(self) -> StageTimes:
+        total = StageTimes()
+        for page in self.pages:
+            total.merge(page.times)
+        return total
+
+
+def pdf_page_count(path: Path, data: bytes) -> int:
+    doc = open_pdf(path, data)
+    try:
+        return doc.page_count
+    finally:
+        doc.close()
+
+
+def read_pdf_pages(
     path: Path,
     data: bytes,
     options: ParseOptions,
+    numbers: Sequence[int] | None = None,
     on_page: Callable[[int, int], None] | None = None,
-) -> tuple[list[Page], str | None, dict[str, Any]]:
-    """Pages with chunks, a title guess and metadata; chunk ids are left for the caller.
+) -> PdfPart:
+    """Pass 1 on the given 0-based pages (all by default): each page's items, independent of the others.
 
     `on_page(done, total)` is called after each page so long documents can show progress.
     """
     doc = open_pdf(path, data)
     try:
         pages: list[_PageData] = []
-        total = doc.page_count
-        for page in doc:
-            if on_page is not None and page.number:
-                on_page(page.number, total)
+        wanted = list(range(doc.page_count)) if numbers is None else list(numbers)
+        for done, index in enumerate(wanted):
+            page = doc[index]
             try:
-                pages.append(_read_page(doc, page, options))
+                pages.append(_read_page(page, options))
             except Exception as exc:  # one broken page should not sink a long document
                 log.warning("%s: page %d could not be read: %s", path, page.number + 1, exc)
                 pages.append(_PageData(number=page.number + 1, width=page.rect.width, height=page.rect.height))
-        if on_page is not None:
-            on_page(total, total)
+            if on_page is not None:
+                on_page(done + 1, len(wanted))
+        return PdfPart(pages, repaired=doc.is_repaired)
+    finally:
+        doc.close()
+
+
+def parse_pdf(
+    path: Path,
+    data: bytes,
+    options: ParseOptions,
+    on_page: Callable[[int, int], None] | None = None,
+) -> tuple[list[Page], str | None, dict[str, Any]]:
+    """Pages with chunks, a title guess and metadata; chunk ids are left for the caller."""
+    return assemble_pdf(path, data, [read_pdf_pages(path, data, options, on_page=on_page)], options)
+
+
+def assemble_pdf(
+    path: Path, data: bytes, parts: Sequence[PdfPart], options: ParseOptions
+) -> tuple[list[Page], str | None, dict[str, Any]]:
+    """Pass 2 over all pages, in order: furniture, headings, sections, chunks, title, metadata."""
+    pages = sorted((p for part in parts for p in part.pages), key=lambda p: p.number)
+    doc = open_pdf(path, data)
+    try:
         metadata = {k: v for k, v in (doc.metadata or {}).items() if v}
         events = _toc_events(doc, pages)
-        damaged = doc.is_repaired or not _ends_with_eof(data)  # MuPDF may repair lazily, on first use
+        # MuPDF may repair lazily, on first use
+        damaged = any(part.repaired for part in parts) or doc.is_repaired or not _ends_with_eof(data)
     finally:
         doc.close()
 

@@ -142,6 +142,12 @@ CREATE TABLE IF NOT EXISTS model_builds (
     reason TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (doc_id, stage, item)
 );
+CREATE TABLE IF NOT EXISTS stage_times (
+    doc_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    PRIMARY KEY (doc_id, stage)
+);
 """
     + CONCEPT_SCHEMA
 )
@@ -315,6 +321,7 @@ class SQLiteStore(ConceptTables):
         """Delete a document, its chunks and vectors, and hypergraph items only it supported."""
         with self.transaction() as db:
             db.execute("DELETE FROM chunks_fts WHERE doc_id = ?", (doc_id,))
+            db.execute("DELETE FROM stage_times WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM vectors WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
@@ -818,6 +825,22 @@ class SQLiteStore(ConceptTables):
         return out
 
     # ------------------------------------------------------------------ stats
+    def add_stage_times(self, doc_id: str, seconds: dict[str, float]) -> None:
+        """Add to a document's seconds per indexing stage (a resumed run adds what it spent)."""
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT INTO stage_times (doc_id, stage, seconds) VALUES (?, ?, ?) "
+                "ON CONFLICT (doc_id, stage) DO UPDATE SET seconds = seconds + excluded.seconds",
+                [(doc_id, stage, float(s)) for stage, s in seconds.items()],
+            )
+
+    def stage_times(self, doc_id: str | None = None) -> dict[str, float]:
+        """Seconds per stage of one document, or summed over the collection."""
+        sql, args = "SELECT stage, SUM(seconds) FROM stage_times", ()
+        if doc_id is not None:
+            sql, args = sql + " WHERE doc_id = ?", (doc_id,)
+        return {stage: float(total) for stage, total in self._query(sql + " GROUP BY stage", args)}
+
     def stats(self) -> dict[str, Any]:
         def count(sql: str) -> int:
             return int(self._query(sql)[0][0])
@@ -836,6 +859,7 @@ class SQLiteStore(ConceptTables):
             "hyperedges": count("SELECT COUNT(*) FROM hyperedges"),
             **self.graph_stats(),
             "built_by": self.build_counts(),
+            "stage_seconds": self.stage_times(),
             "database_bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
 

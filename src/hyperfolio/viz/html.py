@@ -1,7 +1,7 @@
 """A self-contained interactive view of a hypergraph: one HTML file, no network needed.
 
-The drawing library (vis-network) comes from the `pyvis` package on PyPI and is inlined into
-the page, so the file opens anywhere, offline. Entities are circles, hyperedges squares joined
+The drawing library (vis-network, shipped in `viz/assets`) is inlined into the page, so the
+file opens anywhere, offline. Entities are circles, hyperedges squares joined
 to their members (the induced view). The page starts from the pruned selection; clicking an
 entity brings in every hyperedge it belongs to, with their members; clicking a hyperedge shows
 its members, description, source chunks and pages in the side panel; hovering shows details.
@@ -17,15 +17,14 @@ from pathlib import Path
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.viz.graph import VizGraph
 
-VIS_JS = ("lib", "vis-9.1.2", "vis-network.min.js")
+VIS_JS = ("assets", "vis-network.min.js")
 
 
 def vis_network_js() -> str:
     try:
-        path = resources.files("pyvis").joinpath(*VIS_JS)
-        return path.read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError) as exc:  # pragma: no cover - a broken install
-        raise HyperfolioError("the interactive view needs the `pyvis` package (pip install pyvis)") from exc
+        return resources.files("hyperfolio.viz").joinpath(*VIS_JS).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:  # pragma: no cover - a broken install
+        raise HyperfolioError(f"the interactive view's script is missing from the install: {'/'.join(VIS_JS)}") from exc
 
 
 def graph_payload(full: VizGraph, shown: VizGraph) -> dict:

@@ -1,0 +1,101 @@
+"""Where task functions run: here, in worker processes, or on a Ray cluster.
+
+Every executor takes a plain function and its arguments and hands back a
+`concurrent.futures.Future`, so the scheduler does not care which one it has. `share`
+turns a file's bytes into an argument the workers can read cheaply: the path for processes
+on this machine, an object in Ray's store for a cluster.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+from hyperfolio.errors import HyperfolioError
+
+
+class Executor(Protocol):
+    name: str
+    workers: int
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future: ...
+
+    def share(self, path: Path, data: bytes) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+def default_workers() -> int:
+    """One worker per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class InlineExecutor:
+    """Runs each task at once, in this process: no start-up cost, no parallelism."""
+
+    name = "in-process"
+    workers = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # the caller sees it when it asks for the result
+            future.set_exception(exc)
+        return future
+
+    def share(self, path: Path, data: bytes) -> Any:
+        return data
+
+    def close(self) -> None:
+        pass
+
+
+def _quiet_worker() -> None:
+    """One thread per worker for the native libraries: the pool is the parallelism."""
+    for key in ("OMP_THREAD_LIMIT", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[key] = "1"
+
+
+class ProcessExecutor:
+    """A pool of worker processes on this machine, started on first use."""
+
+    name = "processes"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        if self._pool is None:
+            # spawn: the writer holds threads and open databases a fork must not copy
+            context = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_quiet_worker)
+        return self._pool.submit(fn, *args)
+
+    def share(self, path: Path, data: bytes) -> Any:
+        return str(path)  # workers read the file themselves: no copy through a pipe
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def make_executor(workers: int | None = None, ray: str | None = None) -> Executor:
+    """The executor for `--workers N` (0: in-process; None: one per core) or `--ray auto|local|ADDRESS`."""
+    if ray:
+        from hyperfolio.ingest.ray_executor import RayExecutor
+
+        return RayExecutor(ray)
+    count = default_workers() if workers is None else workers
+    if count < 0:
+        raise HyperfolioError(f"--workers must be 0 (in-process) or more, not {count}")
+    return InlineExecutor() if count == 0 else ProcessExecutor(count)

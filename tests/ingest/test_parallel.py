@@ -1,0 +1,162 @@
+"""Parsing on worker processes and on Ray builds exactly what in-process parsing builds."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from hyperfolio import Collection
+from hyperfolio.ingest import make_executor
+from hyperfolio.sample import write_sample_report
+
+
+def write_reports(folder: Path, count: int, pages: int, pdf_writer) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [write_sample_report(folder / "sample.pdf")]
+    for n in range(count):
+        texts = [
+            f"# Site {n} page {p}\n"
+            + " ".join(
+                f"In quarter {q} the site {n} plant produced {100 * n + 7 * p + q} megawatt hours "
+                f"and crew {p} inspected turbine {q}."
+                for q in range(6)
+            )
+            for p in range(pages)
+        ]
+        files.append(pdf_writer(folder / f"site-{n}.pdf", texts, title=f"Site {n} report"))
+    return files
+
+
+def content(col_dir: Path) -> dict[str, list[tuple]]:
+    """What a collection holds, by content (ids here are content hashes, so they compare too)."""
+    db = sqlite3.connect(col_dir / "hyperfolio.db")
+    try:
+        queries = {
+            "documents": "SELECT doc_id, title, num_pages FROM documents",
+            "status": "SELECT doc_id, stage FROM doc_status",
+            "chunks": "SELECT chunk_id, modality, text, section_path FROM chunks",
+            "chunk_vectors": "SELECT item_id FROM vectors WHERE space = 'chunk'",
+            "entities": "SELECT name, type, modality FROM entities",
+            "hyperedges": "SELECT level, description FROM hyperedges",
+        }
+        return {name: sorted(db.execute(sql).fetchall()) for name, sql in queries.items()}
+    finally:
+        db.close()
+
+
+def test_workers_build_what_in_process_parsing_builds(tmp_path, embedder, pdf_writer):
+    files = write_reports(tmp_path / "docs", count=3, pages=5, pdf_writer=pdf_writer)
+    inline = Collection(tmp_path / "inline", embedder=embedder)
+    pooled = Collection(tmp_path / "pooled", embedder=embedder)
+    first = inline.add(files, workers=0)
+    second = pooled.add(files, workers=2)
+    assert [r.status for r in first.results] == ["added"] * 4
+    assert [r.status for r in second.results] == ["added"] * 4
+    assert content(tmp_path / "inline") == content(tmp_path / "pooled")
+    # Per-stage seconds: parsing measured in the workers came back with the pages.
+    for result in second.results:
+        assert {"text", "tables", "assemble", "write", "chunk embedding", "extraction"} <= set(result.stage_seconds)
+    totals = pooled.stats()["stage_seconds"]
+    assert totals["text"] > 0 and totals["chunk embedding"] > 0
+    inline.close()
+    pooled.close()
+
+
+def test_a_bad_file_among_good_ones_fails_alone_on_workers(tmp_path, embedder, pdf_writer):
+    files = write_reports(tmp_path / "docs", count=2, pages=3, pdf_writer=pdf_writer)
+    secret = tmp_path / "docs" / "locked.pdf"
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "classified")
+    doc.save(secret, encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="u")
+    broken = tmp_path / "docs" / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 50)
+    col = Collection(tmp_path / "col", embedder=embedder)
+    report = col.add([files[0], secret, broken, *files[1:]], workers=2)
+    by_name = {Path(r.path).name: r for r in report.results}
+    assert by_name["locked.pdf"].status == "failed" and "password" in by_name["locked.pdf"].reason
+    assert by_name["broken.pdf"].status == "failed" and by_name["broken.pdf"].reason
+    assert [by_name[f.name].status for f in files] == ["added"] * len(files)
+    col.close()
+
+
+def test_a_script_without_a_main_guard_still_indexes(tmp_path, pdf_writer):
+    """Worker processes re-run an unguarded script and die; parsing falls back to this process."""
+    files = write_reports(tmp_path / "docs", count=1, pages=2, pdf_writer=pdf_writer)
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from hyperfolio import Collection
+            report = Collection({str(tmp_path / "col")!r}).add({[str(f) for f in files]!r}, workers=2)
+            print([r.status for r in report.results])
+            """
+        )
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "['added', 'added']" in done.stdout
+    assert "parsing in this process instead" in done.stderr
+
+
+@pytest.mark.slow
+def test_sigkill_with_workers_then_add_again_equals_an_uninterrupted_run(tmp_path, pdf_writer):
+    write_reports(tmp_path / "docs", count=6, pages=6, pdf_writer=pdf_writer)
+    col_dir = tmp_path / "col"
+    cmd = [sys.executable, "-m", "hyperfolio", "add", str(tmp_path / "docs"), "-c", str(col_dir), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    killed = False
+    while time.time() < deadline and proc.poll() is None:
+        db = col_dir / "hyperfolio.db"
+        if db.exists():
+            try:
+                ready = content(col_dir)["status"]
+            except sqlite3.OperationalError:
+                ready = []
+            if ready:  # at least one document is in; others are mid-way
+                proc.send_signal(signal.SIGKILL)
+                killed = True
+                break
+        time.sleep(0.05)
+    assert killed, "ingest finished (or never started) before it could be killed"
+    assert proc.wait() == -signal.SIGKILL
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    clean = subprocess.run(
+        [*cmd[:5], "-c", str(tmp_path / "clean"), "--workers", "0"], capture_output=True, text=True, timeout=600
+    )
+    assert clean.returncode == 0, clean.stderr[-2000:]
+    resumed, reference = content(col_dir), content(tmp_path / "clean")
+    assert all(stage == "ready" for _, stage in resumed["status"])
+    assert resumed == reference
+
+
+@pytest.mark.slow
+def test_ray_local_builds_what_in_process_parsing_builds(tmp_path, embedder, pdf_writer):
+    pytest.importorskip("ray", reason="Ray is in the test extra: pip install -e '.[test]'")
+    files = write_reports(tmp_path / "docs", count=2, pages=4, pdf_writer=pdf_writer)
+    inline = Collection(tmp_path / "inline", embedder=embedder)
+    on_ray = Collection(tmp_path / "ray", embedder=embedder)
+    inline.add(files, workers=0)
+    report = on_ray.add(files, ray="local")
+    assert [r.status for r in report.results] == ["added"] * len(files)
+    assert content(tmp_path / "inline") == content(tmp_path / "ray")
+    inline.close()
+    on_ray.close()
+
+
+def test_executor_choice_is_checked():
+    with pytest.raises(Exception, match="--workers"):
+        make_executor(-3)
+    assert make_executor(0).workers == 0
+    pool = make_executor(2)
+    assert pool.workers == 2
+    pool.close()
