@@ -6,7 +6,11 @@ processes: this process's peak RSS, the largest child's peak RSS (getrusage), an
 the peak of process-tree RSS sampled every 100 ms (psutil), which is what a machine
 actually has to hold at once.
 
-    python benchmarks/ingest.py [--embedder minilm|model2vec] [--out bench-out/ingest-minilm]
+Per-stage seconds (summed over documents; parsing stages are measured in the workers, so with
+several workers they add up to more than the elapsed time) come from the collection's record.
+
+    python benchmarks/ingest.py [--embedder minilm|model2vec] [--workers N | --ray local] [--limit N]
+                                [--out bench-out/ingest-minilm]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import psutil
 from hyperfolio.collection import AddProgress, AddResult, Collection
 from hyperfolio.config import Settings
 from hyperfolio.eval.datasets import DatasetMissing, data_root
+from hyperfolio.timing import StageTimes
 
 
 @dataclass
@@ -75,18 +80,33 @@ class Printer(AddProgress):
         )
 
 
+def print_stages(times: StageTimes, pages: int, elapsed: float) -> None:
+    print()
+    print("| stage | seconds | share | ms per page |")
+    print("|---|---:|---:|---:|")
+    for stage, seconds in times.ordered():
+        share = seconds / max(times.total, 1e-9)
+        print(f"| {stage} | {seconds:.1f} | {share:.0%} | {1000 * seconds / max(pages, 1):.0f} |")
+    print(f"| all stages | {times.total:.1f} | 100% | {1000 * times.total / max(pages, 1):.0f} |")
+    print(f"| elapsed | {elapsed:.1f} | | {1000 * elapsed / max(pages, 1):.0f} |")
+    print()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--embedder", default="minilm", choices=["minilm", "model2vec"])
+    parser.add_argument("--embedder", default="minilm", choices=["minilm", "minilm-int8", "model2vec"])
     parser.add_argument("--out", type=Path, default=None, help="collection dir (recreated)")
     parser.add_argument("--data", type=Path, default=None, help="benchmark data root")
+    parser.add_argument("--workers", type=int, default=None, help="parsing processes (default: one per core)")
+    parser.add_argument("--ray", default=None, help="parse on Ray: local, auto or an address")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N PDFs")
     args = parser.parse_args()
 
     folder = data_root(args.data) / "mmlongbench_dev" / "documents"
     if not folder.exists():
         print(f"skipped: {DatasetMissing.__name__}: no PDFs at {folder} (set HYPERFOLIO_DATA)")
         return 0
-    files = sorted(folder.glob("*.pdf"))
+    files = sorted(folder.glob("*.pdf"))[: args.limit]
     target = args.out or Path("bench-out") / f"ingest-{args.embedder}"
     if target.exists():
         if not (target / "hyperfolio.db").exists() and any(target.iterdir()):
@@ -100,9 +120,10 @@ def main() -> int:
     collection.embedder.embed(["warm-up"])  # model load is reported apart from throughput
     load_seconds = time.perf_counter() - load_started
 
-    print(f"indexing {len(files)} PDFs from {folder} into {target} (embedder {args.embedder})")
+    engine = f"Ray {args.ray}" if args.ray else f"{'default' if args.workers is None else args.workers} workers"
+    print(f"indexing {len(files)} PDFs from {folder} into {target} (embedder {args.embedder}, {engine})")
     with TreeSampler() as sampler:
-        report = collection.add(files, progress=Printer(len(files)))
+        report = collection.add(files, progress=Printer(len(files)), workers=args.workers, ray=args.ray)
     stats = collection.stats()
     collection.close()
 
@@ -128,6 +149,7 @@ def main() -> int:
             print(f"  {Path(result.path).name}: {result.reason}")
     else:
         print("failures       none")
+    print_stages(StageTimes(stats["stage_seconds"]), pages, report.seconds)
     longest = sorted(report.results, key=lambda r: r.seconds, reverse=True)[:3]
     print(
         "longest files  " + ", ".join(f"{Path(r.path).name} {r.pages / max(r.seconds, 1e-9):.2f} p/s" for r in longest)

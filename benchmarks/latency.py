@@ -213,7 +213,7 @@ def main() -> int:
     parser.add_argument(
         "--embedder",
         default="minilm",
-        choices=["minilm", "model2vec"],
+        choices=["minilm", "minilm-int8", "model2vec"],
         help="query embedder for the synthetic collection",
     )
     parser.add_argument("--queries", type=int, default=150)

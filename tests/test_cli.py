@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -131,3 +133,19 @@ def test_concept_mode_with_knobs_and_the_conflicts_command(tmp_path):
     assert all(d["reason"] for d in decisions)
     missing = runner.invoke(app, ["conflicts", "-c", col, "--doc", "nope.pdf"])
     assert missing.exit_code == 1 and "nope.pdf" in missing.output
+
+
+def test_bm25_question_loads_no_embedding_stack(collection):
+    """A cold `ask --mode bm25` process never imports onnxruntime or a tokenizer, nor builds an embedder."""
+    code = (
+        "import sys\n"
+        "from hyperfolio.cli import main\n"
+        f"sys.argv = ['hyperfolio', 'ask', '--mode', 'bm25', '--json', '-c', {str(collection)!r}, 'What eats fish?']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('onnxruntime', 'tokenizers', 'torch', 'model2vec') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "osprey" in done.stdout
+    assert "HEAVY []" in done.stdout

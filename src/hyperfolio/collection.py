@@ -681,9 +681,18 @@ class Collection:
         doc: str | Sequence[str] | None = None,
         options: dict[str, Any] | None = None,
     ) -> Answer:
-        """Answer a question with citations to document, page and region."""
+        """Answer a question with citations to document, page and region.
+
+        A BM25 question stays lexical end to end: without a language model the passages are
+        scored by their words, so no embedding model loads (an answer from the CLI in about a second).
+        """
         evidence = self.retrieve(question, mode=mode, k=k, doc=doc, options=options)
-        return self.answerer.answer(question, evidence)
+        answerer = self.answerer
+        if (mode or self.settings.default_mode) == "bm25" and isinstance(answerer, ExtractiveAnswerer):
+            answerer = ExtractiveAnswerer(
+                None, max_passages=self.settings.answer_sentences, min_score=self.settings.min_answer_score
+            )
+        return answerer.answer(question, evidence)
 
     def conflicts(self, doc: str | None = None) -> list[Decision]:
         """Every reconciliation decision (what, why, on which chunks), or one document's."""

@@ -138,7 +138,7 @@ class Settings:
     concept: ConceptOptions = field(default_factory=ConceptOptions)
     topdown: TopDownOptions = field(default_factory=TopDownOptions)
     models: ModelOptions = field(default_factory=ModelOptions)
-    embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2) or "model2vec" (distilled from it)
+    embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), "minilm-int8" (faster) or "model2vec"
     embed_batch: int = 64
     workers: int = -1  # parsing processes: -1 one per core (in-process for a few pages), 0 in-process
     ray: str = ""  # parse on Ray instead: "local", "auto" or a cluster address
