@@ -61,7 +61,7 @@ KILLER = textwrap.dedent(
         def file_started(self, path):
             self.files += 1
         def chunks_embedded(self, count, total=0):
-            if self.files == 3:
+            if self.files == 3 and count > 0:
                 os.kill(os.getpid(), signal.SIGKILL)
 
     col = Collection(sys.argv[1])

@@ -116,13 +116,13 @@ class _BarProgress(AddProgress):
 
     def file_started(self, path: str) -> None:
         self.name = Path(path).name
-        self._show("reading")
+        self._show("parsing")
 
     def pages_parsed(self, done: int, total: int) -> None:
         self._show(f"parsed {done}/{total} pages")
 
     def chunks_embedded(self, count: int, total: int = 0) -> None:
-        self._show(f"embedded {count}/{total} chunks" if total else "embedding")
+        self._show(f"embedding chunks, {count}/{total} done" if total else "embedding chunks")
 
     def graph_stage(self, stage: str) -> None:
         self._show(stage)

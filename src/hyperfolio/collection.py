@@ -466,6 +466,7 @@ class Collection:
         times = times if times is not None else StageTimes()
         if info.status in ("", STAGE_PARSED):
             missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
+            progress.chunks_embedded(0, len(missing))
             for start in range(0, len(missing), EMBED_BATCH_CHUNKS):
                 batch = missing[start : start + EMBED_BATCH_CHUNKS]
                 with times.stage("chunk embedding"):

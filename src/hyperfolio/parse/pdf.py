@@ -392,7 +392,7 @@ def _tables(
     try:
         # PyMuPDF 2 gates its line-based finder by an ONNX layout model by default: ~0.6 s a page on
         # two cores, most of the indexing time. The ruling gate above does that job cheaply.
-        found = page.find_tables(use_layout=False)
+        found = page.find_tables(use_layout=options.table_layout)
     except Exception as exc:
         log.warning("page %d: table detection failed: %s", page.number + 1, exc)
         return []
@@ -565,7 +565,7 @@ def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> No
         _area(pymupdf.Rect(i["bbox"]) & page.rect) >= 0.8 * page.rect.get_area() for i in page.get_image_info()
     )
     if options.ocr and (native_chars < options.min_page_chars or scanned):
-        with data.times.stage("ocr"):
+        with data.times.stage("page ocr"):
             ocr_segments = _ocr_page(page, options)
         ocr_chars = sum(len(s.text) for s in ocr_segments)
         needed = native_chars if native_chars < options.min_page_chars else max(native_chars * 1.5, native_chars + 40)
@@ -635,7 +635,6 @@ def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> No
     for fig in figures:
         _fill_figure(page, fig, data, options)
     data.times.add("figures", time.perf_counter() - figures_began - data.times.seconds.get("figure ocr", 0.0))
-    data.times.add("ocr", data.times.seconds.pop("figure ocr", 0.0))
     for tab in tables:
         assert tab.block is not None and tab.block.table is not None
         lines = [tab.block.caption] if tab.block.caption else []
