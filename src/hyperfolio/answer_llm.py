@@ -21,7 +21,7 @@ from hyperfolio.answer import INSUFFICIENT, Answerer
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.budget import call_budget, tokens_of
 from hyperfolio.models.errors import ModelCallError
-from hyperfolio.models.openai_compat import user_message
+from hyperfolio.models.messages import user_message
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.models.replies import Numbers
 from hyperfolio.phrases import clip, one_line

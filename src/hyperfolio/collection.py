@@ -17,23 +17,16 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hyperfolio.answer import Answerer, ExtractiveAnswerer
-from hyperfolio.answer_llm import LLMAnswerer
-from hyperfolio.build.estimate import WorkEstimate, estimate_work
 from hyperfolio.build.extract import Extractor
-from hyperfolio.build.extract_llm import LLMExtractor
 from hyperfolio.build.extract_offline import OfflineExtractor
 from hyperfolio.build.layers import OfflineThemer, Themer
 from hyperfolio.build.ledger import OFFLINE, BuildLedger
 from hyperfolio.build.pipeline import GraphReport, build_document_graph
 from hyperfolio.build.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
-from hyperfolio.build.reconcile_llm import LLMDetector, LLMResolver
 from hyperfolio.build.refine import OfflineRefiner, Refiner, refine_anchors
-from hyperfolio.build.refine_llm import LLMRefiner
-from hyperfolio.build.summarise import DescriptionSummariser
-from hyperfolio.build.themes_llm import LLMThemer
 from hyperfolio.config import Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError
 from hyperfolio.ingest import Executor, FileJob, ParseAhead, default_workers, make_executor
@@ -55,6 +48,10 @@ from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, ST
 from hyperfolio.store.concept_tables import Decision
 from hyperfolio.store.sqlite import SQLiteStore
 from hyperfolio.timing import StageTimes
+
+if TYPE_CHECKING:  # the language-model stages load only when a model is configured
+    from hyperfolio.build.estimate import WorkEstimate
+    from hyperfolio.build.summarise import DescriptionSummariser
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +230,8 @@ class Collection:
         chat = self.models.get("extract")
         if chat is None:
             return offline
+        from hyperfolio.build.extract_llm import LLMExtractor
+
         vision = self.models.get("vision") if self.settings.build.multimodal else None
         return LLMExtractor(
             chat,
@@ -247,9 +246,11 @@ class Collection:
     def summariser(self) -> DescriptionSummariser | None:
         """Merged entity descriptions summarised by the extract model, when one is configured."""
         chat = self.models.get("extract")
-        return (
-            None if chat is None else DescriptionSummariser(chat, max_chars=self.settings.build.max_description_chars)
-        )
+        if chat is None:
+            return None
+        from hyperfolio.build.summarise import DescriptionSummariser
+
+        return DescriptionSummariser(chat, max_chars=self.settings.build.max_description_chars)
 
     @property
     def reconcilers(self) -> tuple[ConflictDetector, ConflictResolver]:
@@ -257,6 +258,8 @@ class Collection:
         chat = self.models.get("extract")
         if chat is None:
             return OfflineDetector(), OfflineResolver()
+        from hyperfolio.build.reconcile_llm import LLMDetector, LLMResolver
+
         return LLMDetector(chat), LLMResolver(chat)
 
     @property
@@ -266,6 +269,8 @@ class Collection:
         chat = self.models.get("extract")
         if chat is None:
             return OfflineThemer()
+        from hyperfolio.build.themes_llm import LLMThemer
+
         return LLMThemer(chat, vision=self.models.get("vision"), picture=self._chunk_picture)
 
     def _chunk_picture(self, chunk_id: str) -> bytes | None:
@@ -281,7 +286,11 @@ class Collection:
     @property
     def refiner(self) -> Refiner:
         chat = self.models.get("extract")
-        return OfflineRefiner() if chat is None else LLMRefiner(chat)
+        if chat is None:
+            return OfflineRefiner()
+        from hyperfolio.build.refine_llm import LLMRefiner
+
+        return LLMRefiner(chat)
 
     @property
     def answerer(self) -> Answerer:
@@ -292,9 +301,12 @@ class Collection:
                 min_score=self.settings.min_answer_score,
             )
             chat = self.models.get("answer")
-            self._answerer = (
-                extractive if chat is None else LLMAnswerer(chat, extractive, vision=self.models.get("vision"))
-            )
+            if chat is None:
+                self._answerer = extractive
+            else:
+                from hyperfolio.answer_llm import LLMAnswerer
+
+                self._answerer = LLMAnswerer(chat, extractive, vision=self.models.get("vision"))
         return self._answerer
 
     @property
@@ -710,6 +722,8 @@ class Collection:
         With a model configured, the server is probed (once; the profile is kept) for its context,
         slots and speed; this collection's past replies calibrate the reply lengths.
         """
+        from hyperfolio.build.estimate import estimate_work
+
         files, failed = expand_paths([paths] if isinstance(paths, (str, Path)) else paths)
         if failed:
             raise HyperfolioError(f"{failed[0].path}: {failed[0].reason}")

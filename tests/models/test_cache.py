@@ -10,7 +10,8 @@ from fake_openai_server import FakeLLM, Reply
 from pydantic import BaseModel
 
 from hyperfolio.models.cache import ResponseCache, cache_key
-from hyperfolio.models.openai_compat import OpenAICompatClient, image_part, user_message
+from hyperfolio.models.messages import image_part, user_message
+from hyperfolio.models.openai_compat import OpenAICompatClient
 from hyperfolio.models.usage import UsageMeter
 from hyperfolio.store.sqlite import SQLiteStore
 

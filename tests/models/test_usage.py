@@ -9,7 +9,8 @@ from fake_openai_server import Reply
 from pydantic import BaseModel
 
 from hyperfolio.models.cache import ResponseCache
-from hyperfolio.models.openai_compat import OpenAICompatClient, image_part, user_message
+from hyperfolio.models.messages import image_part, user_message
+from hyperfolio.models.openai_compat import OpenAICompatClient
 from hyperfolio.models.usage import IMAGE_TOKENS, UsageMeter, estimate_tokens, read_usage
 
 

@@ -18,7 +18,7 @@ from hyperfolio.build.layers import ChunkTheme, OfflineThemer, chunk_text
 from hyperfolio.build.ledger import BuildLedger
 from hyperfolio.model import Chunk
 from hyperfolio.models.errors import ModelCallError, ModelUnavailableError
-from hyperfolio.models.openai_compat import system_message, user_message
+from hyperfolio.models.messages import system_message, user_message
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.phrases import clip, normalize_name, one_line
 

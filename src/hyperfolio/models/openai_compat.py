@@ -22,7 +22,6 @@ from plain code and from threads, the async ones from any event loop.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import email.utils
 import functools
@@ -52,6 +51,7 @@ from hyperfolio.models.errors import (
 )
 from hyperfolio.models.flow import AdaptiveLimit, CircuitBreaker
 from hyperfolio.models.json_shape import json_instruction
+from hyperfolio.models.messages import user_message
 from hyperfolio.models.server_profile import (
     FORMAT_PROBE_PROMPT,
     FORMAT_PROBE_SCHEMA,
@@ -75,35 +75,6 @@ _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response form
 
 
 # --------------------------------------------------------------------------- messages and images
-def image_part(data: bytes, mime: str = "image/png") -> dict[str, Any]:
-    """An `image_url` content part carrying the image inline as a base64 data URL."""
-    encoded = base64.b64encode(data).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{encoded}"}}
-
-
-def _sniff_mime(data: bytes) -> str:
-    if data.startswith(b"\xff\xd8"):
-        return "image/jpeg"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    return "image/png"
-
-
-def user_message(text: str, images: Sequence[bytes] = ()) -> dict[str, Any]:
-    """A user message; with images, its content is a list of one text part and one part per image."""
-    if not images:
-        return {"role": "user", "content": text}
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    parts.extend(image_part(img, _sniff_mime(img)) for img in images)
-    return {"role": "user", "content": parts}
-
-
-def system_message(text: str) -> dict[str, Any]:
-    return {"role": "system", "content": text}
-
-
 # --------------------------------------------------------------------------- JSON with repair
 class JSONRepairError(ValueError):
     """Text that stays unparseable after every repair."""

@@ -12,14 +12,17 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hyperfolio.config import ModelOptions, Settings
 from hyperfolio.models.cache import ResponseCache
 from hyperfolio.models.errors import ModelConfigError
 from hyperfolio.models.flow import AdaptiveLimit, CircuitBreaker
-from hyperfolio.models.openai_compat import OpenAICompatClient, ServerLink, _LoopThread
 from hyperfolio.models.server_profile import ProfileStore, ServerProfile
 from hyperfolio.models.usage import StageUsage, UsageMeter
+
+if TYPE_CHECKING:  # the HTTP client stack loads only when a role has a model
+    from hyperfolio.models.openai_compat import OpenAICompatClient, ServerLink, _LoopThread
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,8 @@ def make_chat_model(
     endpoint = resolve_endpoint(role, settings)
     if endpoint is None:
         return None
+    from hyperfolio.models.openai_compat import OpenAICompatClient
+
     opts = _options(settings)
     return OpenAICompatClient(
         endpoint.base_url,
@@ -116,11 +121,15 @@ class ModelSet:
         self._lock = threading.Lock()
         self._clients: dict[str, OpenAICompatClient | None] = {}
         self._links: dict[str, ServerLink] = {}
-        self._runner = _LoopThread("hyperfolio-llm")
+        self._runner: _LoopThread | None = None
 
     def _link(self, base_url: str, model: str) -> ServerLink:
         key = f"{base_url}|{model}"
         if key not in self._links:
+            from hyperfolio.models.openai_compat import ServerLink, _LoopThread
+
+            if self._runner is None:
+                self._runner = _LoopThread("hyperfolio-llm")
             opts = self.options
             self._links[key] = ServerLink(
                 AdaptiveLimit(opts.concurrency),
@@ -181,7 +190,8 @@ class ModelSet:
                     client.close()
             self._clients.clear()
             self._links.clear()
-        self._runner.stop()
+        if self._runner is not None:
+            self._runner.stop()
         if self.cache is not None:
             self.cache.close()
         self.usage.close()

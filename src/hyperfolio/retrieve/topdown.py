@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from hyperfolio.model import EvidencePackage, Hyperedge
 from hyperfolio.models.errors import ModelCallError
-from hyperfolio.models.openai_compat import system_message, user_message
+from hyperfolio.models.messages import system_message, user_message
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.evidence import package
 from hyperfolio.retrieve.graph_paths import (
