@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -85,33 +86,33 @@ def _query(
 
 
 class _BarProgress(AddProgress):
-    """One bar over pages: finished files' pages, pages/s as the summary counts them, ETA, and what
-    the current file is doing (stage and its own progress)."""
+    """One bar over the planned pages: finished files move it, pages/s counts indexed pages as the
+    summary does, the time left follows the bar, and the line says what the current file is doing."""
 
     def __init__(self, progress: Progress, task: Any) -> None:
         self.progress = progress
         self.task = task
-        self.pages = 0
-        self.files = self.files_done = 0
+        self.pages = 0  # indexed (added, resumed, replaced): the summary's count
+        self.plan: dict[str, int] = {}
+        self.done = 0  # planned pages of finished files, whatever became of them
+        self.files_done = 0
         self.name = ""
         self.started = time.perf_counter()
         self._said, self._said_at = "", -1e9
 
-    def planned(self, files: int, pages: int) -> None:
-        self.files = files
-        self.progress.update(self.task, total=max(pages, 1))
+    def planned(self, pages: dict[str, int]) -> None:
+        self.plan = dict(pages)
+        self.progress.update(self.task, total=max(sum(pages.values()), 1))
 
     def _show(self, doing: str) -> None:
         elapsed = max(time.perf_counter() - self.started, 1e-6)
-        rate = self.pages / elapsed
-        total = self.progress.tasks[0].total or 0
-        left = max(total - self.pages, 0)
-        eta = f", about {_duration(left / rate)} left" if rate > 0 and left else ""
+        left = max(sum(self.plan.values()) - self.done, 0)
+        eta = f", about {_duration(left * elapsed / self.done)} left" if self.done and left else ""
         self.progress.update(
             self.task,
-            completed=self.pages,
-            rate=f"{rate:.1f} pages/s{eta}" if self.pages else "",
-            current=f"file {min(self.files_done + 1, self.files)}/{self.files} {self.name}: {doing}",
+            completed=self.done,
+            rate=f"{self.pages / elapsed:.1f} pages/s{eta}" if self.done else "",
+            current=f"file {min(self.files_done + 1, len(self.plan))}/{len(self.plan)} {self.name}: {doing}",
         )
 
     def file_started(self, path: str) -> None:
@@ -137,6 +138,7 @@ class _BarProgress(AddProgress):
 
     def file_finished(self, result: AddResult) -> None:
         self.files_done += 1
+        self.done += self.plan.get(result.path, 0)
         if result.status in {"added", "resumed", "replaced"}:
             self.pages += result.pages
         self._show(result.status)
@@ -192,7 +194,9 @@ def add(
     ) as progress:
         task = progress.add_task("add", total=None, rate="", current="")
         try:
-            report = col.add(paths, progress=_BarProgress(progress, task), workers=workers, ray=ray)
+            # The CLI parses on one worker per core unless told otherwise (the API stays in-process).
+            chosen = workers if workers is not None else (col.settings.workers or -1)
+            report = col.add(paths, progress=_BarProgress(progress, task), workers=chosen, ray=ray)
         except HyperfolioError as exc:
             _fail(str(exc))
     done = [r for r in report.results if r.ok]
@@ -576,6 +580,12 @@ def _register_optional_commands() -> None:
 _register_optional_commands()
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM ends the CLI like Ctrl-C: worker processes are stopped, what was written stays."""
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:  # pragma: no cover - entry point for `python -m hyperfolio`
+    signal.signal(signal.SIGTERM, _terminated)
     logging.basicConfig(level=os.environ.get("HYPERFOLIO_LOG", "WARNING"), stream=sys.stderr)
     app()

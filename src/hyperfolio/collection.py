@@ -94,8 +94,8 @@ class AddReport:
 class AddProgress:
     """Callbacks for long ingestion; the CLI draws a progress bar from them."""
 
-    def planned(self, files: int, pages: int) -> None:
-        """Called once before work starts: how many files and (estimated) pages there are."""
+    def planned(self, pages: dict[str, int]) -> None:
+        """Called once before work starts: each file's pages (a quick count; 1 for non-PDFs)."""
 
     def file_started(self, path: str) -> None: ...
 
@@ -365,7 +365,7 @@ class Collection:
         files, problems = expand_paths(paths)
         report = AddReport(results=list(problems))
         jobs = [FileJob(path) for path in files]
-        progress.planned(len(jobs), sum(quick_page_count(job.path) for job in jobs))
+        progress.planned({str(job.path): quick_page_count(job.path) for job in jobs})
         executor = self._executor(jobs, workers, ray)
         ahead = ParseAhead(executor, self.settings.parse)
         try:
@@ -377,13 +377,16 @@ class Collection:
                 job.data, job.parts = b"", []  # the next files' bytes, not every file's, stay in memory
                 report.results.append(result)
                 progress.file_finished(result)
-        finally:
-            ahead.executor.close()
+        except BaseException:  # an interrupt: stop the workers now, what was written stays
+            ahead.executor.close(abandon=True)
+            raise
+        ahead.executor.close()
         report.seconds = time.perf_counter() - started
         return report
 
     def _executor(self, jobs: list[FileJob], workers: int | None, ray: str | None) -> Executor:
-        """Ray when asked; else worker processes, unless the files are so few that starting them costs more."""
+        """Ray when asked; else worker processes (-1: one per core, unless the files are so few that
+        starting them costs more); 0, the default of the Python API, parses in this process."""
         ray = ray if ray is not None else self.settings.ray
         chosen = workers if workers is not None else self.settings.workers
         if not ray and chosen < 0:
@@ -415,8 +418,8 @@ class Collection:
                 self._drop_older_versions(path, existing.doc_id)
                 return result
             if existing is None:
-                if not job.parse:  # it was stored when planned, then removed: parse it now
-                    job.parse = True
+                if not job.parse:  # its content was stored (or due) when planned, and is not now: parse it
+                    job.prepared = False
                     ahead.fill([job], self._prepare)
                 doc = ahead.document(job, times, on_page=progress.pages_parsed)
                 doc_id = doc.doc_id
@@ -445,8 +448,11 @@ class Collection:
             log.exception("unexpected error while adding %s", path)
             result.status, result.reason = "failed", f"unexpected error: {type(exc).__name__}: {exc}"
         finally:
-            if doc_id and times.seconds and self.store.get_document(doc_id) is not None:
-                self.store.add_stage_times(doc_id, times.seconds)
+            try:
+                if doc_id and times.seconds and self.store.get_document(doc_id) is not None:
+                    self.store.add_stage_times(doc_id, times.seconds)
+            except sqlite3.Error as exc:  # a busy database must not hide the file's own result
+                log.warning("%s: stage times not recorded: %s", path, exc)
         result.seconds = time.perf_counter() - started
         result.stage_seconds = dict(times.ordered())
         return result

@@ -10,12 +10,17 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pymupdf
 import pytest
 
 from hyperfolio import Collection
-from hyperfolio.ingest import make_executor
+from hyperfolio.collection import AddProgress
+from hyperfolio.config import ParseOptions
+from hyperfolio.ingest import FileJob, ParseAhead, ProcessExecutor, make_executor
+from hyperfolio.parse import finish_document
 from hyperfolio.sample import write_sample_report
+from hyperfolio.timing import StageTimes
 
 
 def write_reports(folder: Path, count: int, pages: int, pdf_writer) -> list[Path]:
@@ -122,12 +127,14 @@ def test_sigkill_with_workers_then_add_again_equals_an_uninterrupted_run(tmp_pat
             except sqlite3.OperationalError:
                 ready = []
             if ready:  # at least one document is in; others are mid-way
+                workers = psutil.Process(proc.pid).children(recursive=True)
                 proc.send_signal(signal.SIGKILL)
                 killed = True
                 break
         time.sleep(0.05)
     assert killed, "ingest finished (or never started) before it could be killed"
     assert proc.wait() == -signal.SIGKILL
+    assert not workers_left(workers), "worker processes outlived the killed writer"
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     clean = subprocess.run(
@@ -151,6 +158,49 @@ def test_ray_local_builds_what_in_process_parsing_builds(tmp_path, embedder, pdf
     assert content(tmp_path / "inline") == content(tmp_path / "ray")
     inline.close()
     on_ray.close()
+
+
+def workers_left(workers: list[psutil.Process], wait: float = 10.0) -> list[psutil.Process]:
+    _, alive = psutil.wait_procs(workers, timeout=wait)
+    return alive
+
+
+def test_a_worker_killed_mid_file_costs_a_retry_not_the_file(tmp_path, pdf_writer):
+    """The OOM killer (here: us) takes a worker down mid-file: the file is parsed again, alone, and whole."""
+    path = write_reports(tmp_path / "docs", count=1, pages=12, pdf_writer=pdf_writer)[1]
+    options = ParseOptions()
+    expected = finish_document(path, path.read_bytes(), options)
+    executor = ProcessExecutor(2)
+    ahead = ParseAhead(executor, options)
+    job = FileJob(path)
+    ahead.fill([job], FileJob.read)
+    assert len(job.parts) > 1
+    pool_workers = [c for c in psutil.Process().children() if "resource_tracker" not in " ".join(c.cmdline())]
+    assert pool_workers
+    for worker in pool_workers:
+        worker.kill()
+    doc = ahead.document(job, StageTimes())
+    assert [c.text for c in doc.chunks] == [c.text for c in expected.chunks]
+    assert ahead.generation == 1  # the broken pool was replaced
+    ahead.executor.close()
+
+
+def test_inline_parsing_reports_every_page_after_the_file_starts(tmp_path, embedder, pdf_writer):
+    path = write_reports(tmp_path / "docs", count=1, pages=4, pdf_writer=pdf_writer)[1]
+    events: list[tuple] = []
+
+    class Recorder(AddProgress):
+        def file_started(self, path: str) -> None:
+            events.append(("started",))
+
+        def pages_parsed(self, done: int, total: int) -> None:
+            events.append(("page", done, total))
+
+    col = Collection(tmp_path / "col", embedder=embedder)
+    col.add([path], progress=Recorder(), workers=0)
+    assert events[0] == ("started",)
+    assert [e for e in events if e[0] == "page"][:4] == [("page", n, 4) for n in range(1, 5)]
+    col.close()
 
 
 def test_executor_choice_is_checked():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -26,7 +27,8 @@ class Executor(Protocol):
 
     def share(self, path: Path, data: bytes) -> Any: ...
 
-    def close(self) -> None: ...
+    def close(self, abandon: bool = False) -> None:
+        """Stop the workers; `abandon`: after an error or interrupt, without waiting for running tasks."""
 
 
 def default_workers() -> int:
@@ -47,21 +49,30 @@ class InlineExecutor:
         future: Future = Future()
         try:
             future.set_result(fn(*args))
-        except BaseException as exc:  # the caller sees it when it asks for the result
+        except Exception as exc:  # the caller sees it when it asks for the result; Ctrl-C goes through
             future.set_exception(exc)
         return future
 
     def share(self, path: Path, data: bytes) -> Any:
         return data
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
         pass
 
 
-def _quiet_worker() -> None:
-    """One thread per worker for the native libraries: the pool is the parallelism."""
+def _init_worker() -> None:
+    """One thread per worker for the native libraries (the pool is the parallelism), and no
+    worker outlives the writer: killed or crashed, its workers exit too."""
     for key in ("OMP_THREAD_LIMIT", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[key] = "1"
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+
+        def watch() -> None:
+            parent.join()  # returns when the parent process is gone
+            os._exit(1)
+
+        threading.Thread(target=watch, name="hyperfolio-parent-watch", daemon=True).start()
 
 
 class ProcessExecutor:
@@ -77,15 +88,15 @@ class ProcessExecutor:
         if self._pool is None:
             # spawn: the writer holds threads and open databases a fork must not copy
             context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_quiet_worker)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_init_worker)
         return self._pool.submit(fn, *args)
 
     def share(self, path: Path, data: bytes) -> Any:
         return str(path)  # workers read the file themselves: no copy through a pipe
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=not abandon, cancel_futures=True)
             self._pool = None
 
 

