@@ -97,7 +97,7 @@ def main() -> int:
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "minilm-int8", "model2vec"])
     parser.add_argument("--out", type=Path, default=None, help="collection dir (recreated)")
     parser.add_argument("--data", type=Path, default=None, help="benchmark data root")
-    parser.add_argument("--workers", type=int, default=None, help="parsing processes (default: one per core)")
+    parser.add_argument("--workers", type=int, default=-1, help="parsing processes (default -1: one per core)")
     parser.add_argument("--ray", default=None, help="parse on Ray: local, auto or an address")
     parser.add_argument("--limit", type=int, default=None, help="only the first N PDFs")
     args = parser.parse_args()
@@ -120,7 +120,7 @@ def main() -> int:
     collection.embedder.embed(["warm-up"])  # model load is reported apart from throughput
     load_seconds = time.perf_counter() - load_started
 
-    engine = f"Ray {args.ray}" if args.ray else f"{'default' if args.workers is None else args.workers} workers"
+    engine = f"Ray {args.ray}" if args.ray else f"workers {args.workers}"
     print(f"indexing {len(files)} PDFs from {folder} into {target} (embedder {args.embedder}, {engine})")
     with TreeSampler() as sampler:
         report = collection.add(files, progress=Printer(len(files)), workers=args.workers, ray=args.ray)
