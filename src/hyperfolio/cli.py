@@ -20,6 +20,7 @@ from hyperfolio.collection import AddProgress, AddResult, Collection
 from hyperfolio.config import DEFAULT_COLLECTION
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.model import Answer, EvidencePackage
+from hyperfolio.models.progress import clock
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve.base import typed_knobs
 from hyperfolio.timing import StageTimes
@@ -107,7 +108,7 @@ class _BarProgress(AddProgress):
     def _show(self, doing: str) -> None:
         elapsed = max(time.perf_counter() - self.started, 1e-6)
         left = max(sum(self.plan.values()) - self.done, 0)
-        eta = f", about {_duration(left * elapsed / self.done)} left" if self.done and left else ""
+        eta = f", about {clock(left * elapsed / self.done)} left" if self.done and left else ""
         self.progress.update(
             self.task,
             completed=self.done,
@@ -151,15 +152,6 @@ class _BarProgress(AddProgress):
                 + (f" - {result.reason}" if result.reason else ""),
                 soft_wrap=True,
             )
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds + 0.5)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 @app.command()
@@ -363,8 +355,6 @@ def estimate(
     if not work.stages:
         console.print("no language model is configured: adding runs offline, with no model calls")
     elif work.seconds is not None:
-        from hyperfolio.models.progress import clock
-
         console.print(f"model work: about {clock(work.seconds)} ({work.calls} calls, {work.tokens:,} tokens)")
     else:
         console.print(f"model work: {work.calls} calls, {work.tokens:,} tokens (configure a server to time it)")

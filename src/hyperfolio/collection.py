@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import glob
-import hashlib
 import json
 import logging
 import sqlite3
@@ -791,11 +790,3 @@ def embedding_text(section_path: Sequence[str], text: str) -> str:
     """The text a chunk is embedded as: its nearest headings give it context."""
     heading = " > ".join(section_path[-2:])
     return f"{heading}\n{text}" if heading else text
-
-
-def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -144,14 +144,17 @@ class ParseAhead:
 
     def document(self, job: FileJob, times: StageTimes, on_page: Callable[[int, int], None] | None = None) -> Document:
         """The job's parsed document, once its batches are done; parse seconds go to `times`."""
-        if job.pdf and not job.parts:  # in-process: parse here, page by page, with progress
-            parts = [read_pages(job.path, job.data, self.options, range(job.pages), on_page=on_page)]
-        else:
-            parts = self._parts(job, on_page)
+        parts = self._read_here(job, on_page) if job.pdf and not job.parts else self._parts(job, on_page)
         for part in parts:
             times.merge(part.times)
         with times.stage("assemble" if parts else "text"):
-            return finish_document(job.path, job.data, self.options, parts or None, on_page=on_page)
+            return finish_document(
+                job.path, job.data, self.options, parts or None, on_page=on_page, content_hash=job.content_hash
+            )
+
+    def _read_here(self, job: FileJob, on_page: Callable[[int, int], None] | None) -> list[Any]:
+        """In this process, page by page, with progress (no workers, or none that can start)."""
+        return [read_pages(job.path, job.data, self.options, range(job.pages), on_page=on_page)]
 
     def _parts(self, job: FileJob, on_page: Callable[[int, int], None] | None) -> list[Any]:
         try:
@@ -167,7 +170,7 @@ class ParseAhead:
                 '`if __name__ == "__main__":` guard); parsing in this process instead'
             )
             self.executor = InlineExecutor()
-            return [read_pages(job.path, job.data, self.options, range(job.pages), on_page=on_page)]
+            return self._read_here(job, on_page)
         alone = ProcessExecutor(1)
         try:
             self._submit(job, alone)

@@ -41,11 +41,9 @@ Parser = Callable[[Path, bytes, ParseOptions], tuple[list[Page], str | None, dic
 
 
 def _parser(kind: str) -> Parser:
-    # Imported lazily so reading a text file never pays for PyMuPDF or markdown-it.
-    if kind == "pdf":
-        from hyperfolio.parse.pdf import parse_pdf
+    """The whole-file parser of a non-PDF kind (PDFs are read in parts: `read_pages`, `finish_document`).
 
-        return parse_pdf
+    Imported lazily so reading a text file never pays for PyMuPDF or markdown-it."""
     if kind == "markdown":
         from hyperfolio.parse.markdown import parse_markdown
 
@@ -128,9 +126,10 @@ def finish_document(
     options: ParseOptions,
     parts: Sequence[Any] | None = None,
     on_page: Callable[[int, int], None] | None = None,
+    content_hash: str | None = None,
 ) -> Document:
     """The whole `Document`: PDF pages from `parts` read by `read_pages` (read here when None);
-    other formats parsed here, whole."""
+    other formats parsed here, whole. `content_hash`: the bytes' sha256 when the caller has it."""
     kind = file_kind(path)
     name = str(path)
     if kind == "pdf":
@@ -145,7 +144,7 @@ def finish_document(
         c.image for p in pages for c in p.chunks
     ):
         raise ParseError(name, "no extractable content (no text, tables or images found)")
-    digest = hashlib.sha256(data).hexdigest()
+    digest = content_hash or hashlib.sha256(data).hexdigest()
     return Document(
         doc_id=digest[:16],
         source=str(path.resolve()),

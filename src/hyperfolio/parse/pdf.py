@@ -890,16 +890,6 @@ def read_pdf_pages(
         doc.close()
 
 
-def parse_pdf(
-    path: Path,
-    data: bytes,
-    options: ParseOptions,
-    on_page: Callable[[int, int], None] | None = None,
-) -> tuple[list[Page], str | None, dict[str, Any]]:
-    """Pages with chunks, a title guess and metadata; chunk ids are left for the caller."""
-    return assemble_pdf(path, data, [read_pdf_pages(path, data, options, on_page=on_page)], options)
-
-
 def assemble_pdf(
     path: Path, data: bytes, parts: Sequence[PdfPart], options: ParseOptions
 ) -> tuple[list[Page], str | None, dict[str, Any]]:
