@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -71,3 +72,15 @@ def write_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:
 @pytest.fixture(scope="session")
 def pdf_writer():
     return write_pdf
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright (headless), one per test module."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' installs Playwright")
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert executable, "browser tests run Debian's Chromium: apt-get install chromium (.ci/run does)"
+    with playwright.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        yield launched
+        launched.close()

@@ -60,6 +60,10 @@ def test_scoped_retrieval_stays_in_its_document(col):
     evidence = col.retrieve("turbines and flour", mode="hybrid", k=10, doc="bakery.md")
     assert evidence.items
     assert {i.citation.title for i in evidence.items} == {"Bakery Handbook"}
+    from hyperfolio import HyperfolioError
+
+    with pytest.raises(HyperfolioError, match="empty list"):
+        col.retrieve("turbines", mode="auto", doc=[])
 
 
 def test_ask_answers_extractively_with_citation(col):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,7 +47,9 @@ def cell_number(cell: str) -> float | None:
 class Answerer(Protocol):
     name: str
 
-    def answer(self, question: str, evidence: EvidencePackage) -> Answer: ...
+    def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
+        """The cited answer; an answerer that writes it over time calls `on_text` with the text so far."""
+        ...
 
 
 @dataclass
@@ -255,7 +257,8 @@ class ExtractiveAnswerer:
         scores *= np.where(lengths < 4, 0.7, 1.0)
         return scores
 
-    def answer(self, question: str, evidence: EvidencePackage) -> Answer:
+    def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
+        """Extractive: the answer is picked, not written, so `on_text` is never called."""
         candidates = [p for item in evidence.items for p in passages(item)][: self.max_candidates]
         candidates = [p for p in candidates if not disputed(p, evidence)]
         derived = [p for item in evidence.items if (p := table_extreme(question, item)) is not None]

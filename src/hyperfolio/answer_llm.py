@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +164,8 @@ class LLMAnswerer:
         answer.answerer = f"{answer.answerer} (model failed: {why})"
         return answer
 
-    def answer(self, question: str, evidence: EvidencePackage) -> Answer:
+    def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
+        """`on_text` gets the answer as the model writes it (from the JSON reply's `answer` field)."""
         items = evidence.items[: self.max_chunks]
         if not items:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
@@ -177,7 +179,7 @@ class LLMAnswerer:
             messages = [messages[0], user_message(text, [Path(picture).read_bytes()])]
             model = self.vision
         try:
-            reply = model.complete_json(messages, AnswerReply, stage=self.stage)
+            reply = model.complete_json(messages, AnswerReply, stage=self.stage, on_text=_answer_field(on_text))
         except ModelCallError as exc:
             log.warning("the answer model failed; answering extractively: %s", exc)
             return self._fallback(question, evidence, one_line(exc.reason)[:200])
@@ -204,3 +206,54 @@ class LLMAnswerer:
             answerer=self.name,
             support=[bare],
         )
+
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
+
+
+def partial_answer(reply: str) -> str:
+    """The `answer` string of a JSON reply still being written: decoded up to where the text stops."""
+    found = _ANSWER_KEY.search(reply)
+    if found is None:
+        return ""
+    out: list[str] = []
+    i = found.end()
+    while i < len(reply):
+        c = reply[i]
+        if c == '"':
+            break
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= len(reply):
+            break  # an escape cut in two: wait for the rest
+        code = reply[i + 1]
+        if code == "u":
+            digits = reply[i + 2 : i + 6]
+            if len(digits) < 4:
+                break
+            if all(d in "0123456789abcdefABCDEF" for d in digits):
+                out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(code, code))
+        i += 2
+    return "".join(out)
+
+
+def _answer_field(on_text: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """Turn raw-reply callbacks into answer-text callbacks, called only when the answer grew."""
+    if on_text is None:
+        return None
+    shown = ""
+
+    def forward(reply: str) -> None:
+        nonlocal shown
+        text = partial_answer(reply)
+        if text != shown:
+            shown = text
+            on_text(text)
+
+    return forward

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -19,7 +20,6 @@ from rich.table import Table
 from hyperfolio.collection import AddProgress, AddResult, Collection
 from hyperfolio.config import DEFAULT_COLLECTION
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.model import Answer, EvidencePackage
 from hyperfolio.models.progress import clock
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve.base import typed_knobs
@@ -48,6 +48,15 @@ SetOpt = Annotated[
 DocOpt = Annotated[str | None, typer.Option("--doc", "-d", help="Scope to one document (id, file name or title).")]
 KOpt = Annotated[int | None, typer.Option("--k", "-k", help="How many evidence chunks to retrieve.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+ServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        envvar="HYPERFOLIO_SERVER",
+        help="Ask a running `hyperfolio serve` at this URL (its collection named like --collection's folder); "
+        "HYPERFOLIO_API_KEY is sent as its key.",
+    ),
+]
 
 
 def _open(collection: Path) -> Collection:
@@ -206,44 +215,70 @@ def add(
         raise typer.Exit(1)
 
 
-def _print_evidence(evidence: EvidencePackage) -> None:
-    table = Table(title=f"evidence ({evidence.strategy})", show_lines=False)
+def _print_evidence(evidence: dict[str, Any]) -> None:
+    """The evidence table, from `render.evidence_dict` (the service sends the same shape)."""
+    table = Table(title=f"evidence ({evidence['strategy']})", show_lines=False)
     for name in ("#", "score", "modality", "citation", "text"):
         table.add_column(name, overflow="fold")
-    for item in evidence.items:
-        text = " ".join(item.chunk.text.split())
+    for item in evidence["items"]:
+        text = " ".join(item["text"].split())
         table.add_row(
-            str(item.rank),
-            f"{item.score:.3f}",
-            item.chunk.modality,
-            item.citation.label(),
+            str(item["rank"]),
+            f"{item['score']:.3f}",
+            item["modality"],
+            item["citation"]["label"],
             text[:160] + ("…" if len(text) > 160 else ""),
         )
     console.print(table)
-    if evidence.hyperedges:
+    if evidence["hyperedges"]:
         graph = Table(title="hypergraph evidence", show_lines=False)
         for name in ("level", "members", "description", "pages"):
             graph.add_column(name, overflow="fold")
-        for hit in evidence.hyperedges[:8]:
-            pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
-            graph.add_row(hit.hyperedge.level, "; ".join(hit.member_names[:6]), hit.hyperedge.description[:140], pages)
+        for hit in evidence["hyperedges"][:8]:
+            pages = ", ".join(f"p.{p['page']}" for p in hit["pages"][:6])
+            graph.add_row(hit["level"], "; ".join(hit["members"][:6]), hit["description"][:140], pages)
         console.print(graph)
-    if "concepts" in evidence.meta:
-        anchors = ", ".join(f"{name} ({score:.2f})" for name, score in evidence.meta["concepts"]) or "none"
+    meta = evidence["meta"]
+    if "concepts" in meta:
+        anchors = ", ".join(f"{name} ({score:.2f})" for name, score in meta["concepts"]) or "none"
         console.print(f"concept anchors: {anchors}")
-        if evidence.meta.get("relations"):
-            shown = "; ".join(f"{h} -{r}-> {t}" for h, r, t in evidence.meta["relations"][:8])
+        if meta.get("relations"):
+            shown = "; ".join(f"{h} -{r}-> {t}" for h, r, t in meta["relations"][:8])
             console.print(f"relations: {shown}")
-        if evidence.meta.get("expanded_concepts"):
-            console.print(f"reached through relations: {', '.join(evidence.meta['expanded_concepts'][:10])}")
+        if meta.get("expanded_concepts"):
+            console.print(f"reached through relations: {', '.join(meta['expanded_concepts'][:10])}")
 
 
-def _print_answer(answer: Answer) -> None:
-    style = "bold green" if answer.sufficient else "bold yellow"
-    console.print(f"[{style}]Answer:[/{style}] {answer.text}")
-    for number, citation in enumerate(answer.citations, start=1):
-        section = " > ".join(citation.section_path)
-        console.print(f"  [{number}] {citation.label()}" + (f" — {section}" if section else ""))
+def _print_answer(answer: dict[str, Any]) -> None:
+    """The answer and its numbered citations, from `render.answer_dict`."""
+    style = "bold green" if answer["sufficient"] else "bold yellow"
+    console.print(f"[{style}]Answer:[/{style}] {answer['answer']}")
+    for number, citation in enumerate(answer["citations"], start=1):
+        section = " > ".join(citation["section_path"])
+        console.print(f"  [{number}] {citation['label']}" + (f" — {section}" if section else ""))
+
+
+def _ask_service(
+    url: str,
+    kind: str,
+    collection: Path,
+    question: str,
+    mode: str | None,
+    k: int | None,
+    doc: str | None,
+    knobs: list[str] | None,
+) -> dict[str, Any]:
+    """Ask a running service (its collection of the same name as --collection's last part)."""
+    from hyperfolio.server.client import ServiceClient
+
+    client = ServiceClient(url, os.environ.get("HYPERFOLIO_API_KEY", ""))
+    try:
+        method = client.ask if kind == "ask" else client.retrieve
+        return method(collection.name, question, mode=mode, k=k, doc=doc, options=_knobs(knobs, mode))
+    except HyperfolioError as exc:
+        _fail(str(exc))
+    finally:
+        client.close()
 
 
 @app.command()
@@ -256,14 +291,18 @@ def ask(
     as_json: JsonOpt = False,
     show_evidence: Annotated[bool, typer.Option("--evidence", help="Also print the evidence table.")] = False,
     knobs: SetOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Answer a question with citations (document, page, region)."""
-    answer = _query(_open(collection).ask, question, mode, k, doc, knobs)
+    if server:
+        answer = _ask_service(server, "ask", collection, question, mode, k, doc, knobs)
+    else:
+        answer = answer_dict(_query(_open(collection).ask, question, mode, k, doc, knobs))
     if as_json:
-        print(json.dumps(answer_dict(answer), indent=2, ensure_ascii=False))
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
         return
     if show_evidence:
-        _print_evidence(answer.evidence)
+        _print_evidence(answer["evidence"])
     _print_answer(answer)
 
 
@@ -276,11 +315,15 @@ def retrieve(
     k: KOpt = None,
     as_json: JsonOpt = False,
     knobs: SetOpt = None,
+    server: ServerOpt = None,
 ) -> None:
     """Show the ranked evidence for a question, without answering."""
-    evidence = _query(_open(collection).retrieve, question, mode, k, doc, knobs)
+    if server:
+        evidence = _ask_service(server, "retrieve", collection, question, mode, k, doc, knobs)
+    else:
+        evidence = evidence_dict(_query(_open(collection).retrieve, question, mode, k, doc, knobs))
     if as_json:
-        print(json.dumps(evidence_dict(evidence), indent=2, ensure_ascii=False))
+        print(json.dumps(evidence, indent=2, ensure_ascii=False))
     else:
         _print_evidence(evidence)
 
@@ -429,42 +472,14 @@ def viz(
     mode: ModeOpt = "dual",
 ) -> None:
     """Draw part of the hypergraph with ids that match the exported mapping (<out>.json)."""
-    import copy
-
-    from hyperfolio.viz import document_graph, entity_graph, evidence_graph, prune, render, write_html
-    from hyperfolio.viz.probe import DEFAULT_PAIR
-
     col = _open(collection)
-    if sum(x is not None for x in (doc, query, entity)) != 1:
-        _fail("choose exactly one of --doc, --query, --entity")
     try:
-        if doc is not None:
-            info = col.resolve(doc)
-            graph = document_graph(col.store, info.doc_id, info.title)
-        elif entity is not None:
-            ids = col.store.entities_matching(entity)
-            if not ids:
-                _fail(f"no entity named {entity!r} in this collection")
-            graph = entity_graph(col.store, ids, f"around {entity}")
-        else:
-            evidence = col.retrieve(query or "", mode=mode)
-            graph = evidence_graph(col.store, evidence)
-        full = copy.deepcopy(graph)
-        report = prune(graph, query or entity or "")
-        if out.suffix.lower() == ".html":  # opens on the pruned view; clicks bring in the rest
-            picture = write_html(full, graph, out)
-            graph = full
-        else:
-            chosen = layout or col.store.get_meta("viz_layouts") or ",".join(DEFAULT_PAIR)
-            layouts = [name.strip() for name in chosen.split(",") if name.strip()]
-            picture = render(graph, layouts, out)
+        picture = col.visualize(out, doc=doc, query=query, entity=entity, layout=layout, mode=mode or "dual")
     except HyperfolioError as exc:
         _fail(str(exc))
-    mapping = picture.with_suffix(".json")
-    mapping.write_text(json.dumps(graph.mapping(), indent=2, ensure_ascii=False))
     console.print(
-        f"wrote {picture} ({len(graph.entities)} entities, {len(graph.edges)} hyperedges; "
-        f"{len(report.removed)} entities pruned to fit) and the id mapping {mapping}"
+        f"wrote {picture.path} ({picture.entities} entities, {picture.hyperedges} hyperedges; "
+        f"{picture.pruned} entities pruned to fit) and the id mapping {picture.mapping}"
     )
 
 
@@ -556,7 +571,83 @@ def demo(
             _fail(f"{result.path}: {result.reason}")
     q = question or SAMPLE_QUESTION
     console.print(f"[bold]Question:[/bold] {q}")
-    _print_answer(col.ask(q))
+    _print_answer(answer_dict(col.ask(q)))
+
+
+@app.command()
+def serve(
+    root: Annotated[
+        Path, typer.Option("--root", "-r", envvar="HYPERFOLIO_ROOT", help="Folder whose collections are served.")
+    ] = DEFAULT_COLLECTION.parent,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; beyond loopback a key is required.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8765,
+    api_key: Annotated[
+        str, typer.Option("--api-key", envvar="HYPERFOLIO_API_KEY", help="Bearer token every API call must send.")
+    ] = "",
+    cors: Annotated[
+        list[str] | None, typer.Option("--cors-origin", help="A web origin allowed to call the API (repeatable).")
+    ] = None,
+    max_upload_mb: Annotated[float, typer.Option("--max-upload-mb", help="Largest file accepted.")] = 200.0,
+    max_pages: Annotated[int, typer.Option("--max-pages", help="Most pages accepted per document.")] = 2000,
+    workers: Annotated[
+        int, typer.Option("--workers", "-w", help="Parse processes per upload (0: parse on the ingest thread).")
+    ] = 0,
+    mcp: Annotated[bool, typer.Option("--mcp/--no-mcp", help="Also serve the MCP endpoint at /mcp.")] = True,
+) -> None:
+    """Serve the HTTP API, the web app (/) and MCP (/mcp) over the collections under --root."""
+    try:
+        import uvicorn
+
+        from hyperfolio.server.app import ServerConfig, create_app
+    except ImportError as exc:
+        _fail(f"the service needs its extra: pip install 'hyperfolio[serve]' ({exc.name} is missing)")
+    config = ServerConfig(
+        root=root,
+        host=host,
+        port=port,
+        api_key=api_key,
+        cors_origins=list(cors or []),
+        max_upload_mb=max_upload_mb,
+        max_pages=max_pages,
+        workers=workers,
+        mcp=mcp,
+    )
+    try:
+        service = create_app(config)
+    except HyperfolioError as exc:
+        _fail(str(exc))
+    shown = f"[{host}]" if ":" in host else host
+    console.print(
+        f"hyperfolio serving {root} on http://{shown}:{port}/ — API schema /openapi.json"
+        + (", MCP /mcp/" if mcp else "")
+        + ("" if api_key else " (no key: loopback only)")
+    )
+    logging.getLogger("uvicorn.access").addFilter(_hide_keys)
+    uvicorn.run(service, host=host, port=port, log_level=os.environ.get("HYPERFOLIO_LOG", "warning").lower())
+
+
+def _hide_keys(record: logging.LogRecord) -> bool:
+    """Access-log filter: the API key a browser sends as `?key=` (event streams cannot send headers)
+    never reaches the log."""
+    if isinstance(record.args, tuple):
+        record.args = tuple(re.sub(r"([?&]key=)[^&\s]*", r"\1***", a) if isinstance(a, str) else a for a in record.args)
+    return True
+
+
+@app.command(name="mcp")
+def mcp_stdio(
+    root: Annotated[
+        Path, typer.Option("--root", "-r", envvar="HYPERFOLIO_ROOT", help="Folder whose collections are served.")
+    ] = DEFAULT_COLLECTION.parent,
+) -> None:
+    """Serve the MCP tools over stdio, for an agent host to start (list, add, ask, retrieve, page, draw)."""
+    try:
+        from hyperfolio.server.mcp import run_stdio
+    except ImportError as exc:
+        _fail(f"the MCP server needs its extra: pip install 'hyperfolio[serve]' ({exc.name} is missing)")
+    run_stdio(root)
 
 
 def _register_optional_commands() -> None:

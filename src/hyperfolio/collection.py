@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,7 @@ from hyperfolio.retrieve.keywords import Decomposer, OfflineDecomposer
 from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.concept_tables import Decision
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store.sqlite import DB_NAME, SQLiteStore
 from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:  # the language-model stages load only when a model is configured
@@ -88,6 +88,17 @@ class AddReport:
     @property
     def pages(self) -> int:
         return sum(r.pages for r in self.results if r.status in {"added", "resumed", "replaced"})
+
+
+@dataclass
+class Picture:
+    """A drawing of part of the hypergraph and the JSON mapping of its ids to names."""
+
+    path: Path
+    mapping: Path
+    entities: int
+    hyperedges: int
+    pruned: int
 
 
 class AddProgress:
@@ -636,6 +647,8 @@ class Collection:
         if doc is None:
             return None
         refs = [doc] if isinstance(doc, str) else list(doc)
+        if not refs:
+            raise HyperfolioError("the document scope is an empty list: name at least one document, or leave it out")
         infos = [self.resolve(r) for r in refs]
         for info in infos:
             if info.status != STAGE_READY:
@@ -705,12 +718,23 @@ class Collection:
         scored by their words, so no embedding model loads (an answer from the CLI in about a second).
         """
         evidence = self.retrieve(question, mode=mode, k=k, doc=doc, options=options)
+        return self.answer(question, evidence, mode)
+
+    def answer(
+        self,
+        question: str,
+        evidence: EvidencePackage,
+        mode: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """The answer to a question from evidence already retrieved (`retrieve`) with `mode`; a language
+        model's answer is passed to `on_text` as it is written (the text so far, each time it grows)."""
         answerer = self.answerer
         if (mode or self.settings.default_mode) == "bm25" and isinstance(answerer, ExtractiveAnswerer):
             answerer = ExtractiveAnswerer(
                 None, max_passages=self.settings.answer_sentences, min_score=self.settings.min_answer_score
             )
-        return answerer.answer(question, evidence)
+        return answerer.answer(question, evidence, on_text)
 
     def conflicts(self, doc: str | None = None) -> list[Decision]:
         """Every reconciliation decision (what, why, on which chunks), or one document's."""
@@ -753,6 +777,88 @@ class Collection:
         out["model_usage"] = {stage: asdict(usage) for stage, usage in read_usage(self.path).items()}
         return out
 
+    # ------------------------------------------------------------------ pages and pictures
+    def pages(self, ref: str) -> list[dict[str, Any]]:
+        """A document's pages: size in points and each chunk's id, modality, region and text."""
+        info = self.resolve(ref)
+        chunks: dict[int, list[dict[str, Any]]] = {}
+        for chunk in self.store.iter_chunks(info.doc_id):
+            chunks.setdefault(chunk.page, []).append(
+                {
+                    "chunk_id": chunk.chunk_id,
+                    "modality": chunk.modality,
+                    "bbox": list(chunk.bbox) if chunk.bbox else None,
+                    "section_path": chunk.section_path,
+                    "text": chunk.text,
+                }
+            )
+        return [
+            {"number": number, "width": width, "height": height, "chunks": chunks.get(number, [])}
+            for number, width, height in self.store.page_sizes(info.doc_id)
+        ]
+
+    def page_image(self, ref: str, page: int, boxes: Sequence[Sequence[float]] = (), dpi: int = 110) -> bytes:
+        """PNG of a page of a PDF document with `boxes` (cited regions, in points) highlighted."""
+        from hyperfolio.viz.page import render_page
+
+        info = self.resolve(ref)
+        if info.kind != "pdf":
+            raise HyperfolioError(f"{info.title} is a {info.kind} document; pages are drawn for PDFs only")
+        return render_page(info.source, page, boxes, dpi)
+
+    def visualize(
+        self,
+        out: str | Path,
+        doc: str | None = None,
+        query: str | None = None,
+        entity: str | None = None,
+        layout: str | None = None,
+        mode: str = "dual",
+    ) -> Picture:
+        """Draw a document's hypergraph, the evidence behind a question or an entity's neighbourhood
+        to `out` (.png, .svg, or .html for the interactive view), with its id mapping beside it."""
+        import copy
+
+        from hyperfolio.viz import document_graph, entity_graph, evidence_graph, prune, render, write_html
+        from hyperfolio.viz.probe import DEFAULT_PAIR
+
+        if sum(x is not None for x in (doc, query, entity)) != 1:
+            raise HyperfolioError("choose exactly one of a document, a question or an entity to draw")
+        target = Path(out)
+        if doc is not None:
+            info = self.resolve(doc)
+            graph = document_graph(self.store, info.doc_id, info.title)
+        elif entity is not None:
+            ids = self.store.entities_matching(entity)
+            if not ids:
+                raise HyperfolioError(f"no entity named {entity!r} in this collection")
+            graph = entity_graph(self.store, ids, f"around {entity}")
+        else:
+            graph = evidence_graph(self.store, self.retrieve(query or "", mode=mode))
+        full = copy.deepcopy(graph)
+        report = prune(graph, query or entity or "")
+        if target.suffix.lower() == ".html":  # opens on the pruned view; clicks bring in the rest
+            path = write_html(full, graph, target)
+            graph = full
+        else:
+            chosen = layout or self.store.get_meta("viz_layouts") or ",".join(DEFAULT_PAIR)
+            path = render(graph, [name.strip() for name in chosen.split(",") if name.strip()], target)
+        mapping = path.with_suffix(".json")
+        mapping.write_text(json.dumps(graph.mapping(), indent=2, ensure_ascii=False))
+        return Picture(path, mapping, len(graph.entities), len(graph.edges), len(report.removed))
+
+    def sibling(self, embed_threads: int | None = None) -> Collection:
+        """A second handle on this collection with its own database connection: a service reads through
+        one while the other writes, and neither waits for the other. It shares the loaded models, or,
+        with `embed_threads`, gets its own chunk embedder bounded to that many cores (a writer's long
+        embedding batches then leave the other cores to questions)."""
+        embedder = self.embedder
+        if embed_threads is not None:
+            embedder = make_embedder(self.embedder_name, self.settings.embed_batch, threads=embed_threads)
+        twin = Collection(self.path, self.settings, embedder=embedder, answerer=self._answerer)
+        twin._graph_embedder = self.graph_embedder
+        return twin
+
     # ------------------------------------------------------------------ async twins
     # The work is CPU- and disk-bound; a thread keeps an event loop (e.g. the web service) responsive.
     async def aadd(self, paths: Iterable[str | Path] | str | Path, progress: AddProgress | None = None) -> AddReport:
@@ -784,6 +890,11 @@ class Collection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def is_collection(path: str | Path) -> bool:
+    """Whether a directory holds a collection (opening one that does not would create it)."""
+    return (Path(path).expanduser() / DB_NAME).is_file()
 
 
 def embedding_text(section_path: Sequence[str], text: str) -> str:

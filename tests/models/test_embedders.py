@@ -226,3 +226,29 @@ def test_minilm_loads_with_hub_offline_in_a_fresh_process():
 def test_unknown_embedder_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown embedder"):
         make_embedder("word2vec")
+
+
+@pytest.mark.parametrize("name", ["minilm", "model2vec"])
+def test_embedders_can_be_shared_between_threads(name):
+    """A service embeds questions from many threads at once; the tokenizers alone would refuse that."""
+    import threading
+
+    shared = make_embedder(name)
+    expected = shared.embed(["capacity by region in 2024"])
+    errors: list[str] = []
+
+    def ask() -> None:
+        try:
+            for _ in range(15):
+                got = shared.embed(["capacity by region in 2024", "revenue of the Baltic region"])
+                if not np.allclose(got[0], expected[0], atol=1e-5):
+                    errors.append("a vector changed under concurrent use")
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import shutil
 
 import pytest
 
@@ -12,16 +11,6 @@ from hyperfolio.viz import Budget, prune, write_html
 from .test_hyperviz import star_graph
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' installs Playwright")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert executable, "the interactive view is tested in Chromium: apt-get install chromium (.ci/run does)"
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield browser
-        browser.close()
 
 
 def test_page_loads_offline_and_a_click_expands_an_entity(tmp_path, browser):

@@ -68,7 +68,7 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class _LazyEmbedder:
-    """Loads its model on first use (thread-safe), so opening a collection stays cheap."""
+    """Loads its model on first use, so opening a collection stays cheap; safe to share between threads."""
 
     name = ""
     dim = 0
@@ -81,7 +81,14 @@ class _LazyEmbedder:
         raise NotImplementedError
 
     def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
+        """Vectors of `texts`; called under the embedder's lock unless `_encode_unlocked` is overridden."""
         raise NotImplementedError
+
+    def _encode_unlocked(self, model: Any, texts: list[str]) -> np.ndarray:
+        # The tokenizers these models use refuse concurrent use from several threads ("Already
+        # borrowed"), and a service embeds from many: by default one call runs at a time.
+        with self._lock:
+            return self._encode(model, texts)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -90,7 +97,7 @@ class _LazyEmbedder:
             if self._model is None:
                 _quiet_offline()
                 self._model = self._build()
-        return _normalise(self._encode(self._model, list(texts)))
+        return _normalise(self._encode_unlocked(self._model, list(texts)))
 
 
 class MiniLMEmbedder(_LazyEmbedder):
@@ -126,6 +133,13 @@ class MiniLMEmbedder(_LazyEmbedder):
 
     def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
         return model.encode(texts)
+
+    def _encode_unlocked(self, model: Any, texts: list[str]) -> np.ndarray:
+        """Only tokenising takes turns; onnxruntime runs calls from several threads at once, so a
+        question's few tokens never wait behind a long batch of chunks."""
+        with self._lock:
+            ids = model.token_ids(texts)
+        return model.encode_ids(ids)
 
 
 class Model2VecEmbedder(_LazyEmbedder):
@@ -176,10 +190,10 @@ class Model2VecEmbedder(_LazyEmbedder):
 EMBEDDERS = {"minilm": MiniLMEmbedder, "minilm-int8": MiniLMEmbedder, "model2vec": Model2VecEmbedder}
 
 
-def make_embedder(name: str, batch_size: int = 64) -> MiniLMEmbedder | Model2VecEmbedder:
-    """Build an embedder by its settings name."""
+def make_embedder(name: str, batch_size: int = 64, threads: int = 0) -> MiniLMEmbedder | Model2VecEmbedder:
+    """Build an embedder by its settings name; `threads` bounds the cores a MiniLM call uses (0: all)."""
     if name in ("minilm", "minilm-int8"):
-        return MiniLMEmbedder(batch_size=batch_size, quantize=name == "minilm-int8")
+        return MiniLMEmbedder(batch_size=batch_size, quantize=name == "minilm-int8", threads=threads)
     if name == "model2vec":
         return Model2VecEmbedder()
     raise ValueError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}")

@@ -490,10 +490,18 @@ class OpenAICompatClient:
         return self._runner.run(self._acomplete(messages, schema, params))
 
     def complete_json(
-        self, messages: Sequence[Mapping[str, Any]], model_type: type[M], stage: str | None = None, **params: Any
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        model_type: type[M],
+        stage: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+        **params: Any,
     ) -> M:
-        """The reply as a validated `model_type` instance (see the module docstring for the strategy)."""
-        return self._runner.run(self._acomplete_json(messages, model_type, stage, params))
+        """The reply as a validated `model_type` instance (see the module docstring for the strategy).
+
+        `on_text` sees the raw reply so far as it streams (from the client's thread; it starts again
+        from nothing when an attempt is retried)."""
+        return self._runner.run(self._acomplete_json(messages, model_type, stage, params, on_text))
 
     def complete_json_many(
         self,
@@ -718,12 +726,14 @@ class OpenAICompatClient:
         model_type: type[M],
         stage: str | None,
         params: dict[str, Any],
+        on_text: Callable[[str], None] | None = None,
     ) -> M:
         params = dict(params)
         stage = stage or params.pop("stage", None) or self.role
         params.pop("stage", None)
         schema = _schema(model_type)
-        return await self._astructured(messages, schema, stage, params, model_type.__name__, model_type.model_validate)
+        validate = model_type.model_validate
+        return await self._astructured(messages, schema, stage, params, model_type.__name__, validate, on_text)
 
     async def _astructured(
         self,
@@ -733,6 +743,7 @@ class OpenAICompatClient:
         params: dict[str, Any],
         name: str,
         validate: Callable[[Any], T],
+        on_text: Callable[[str], None] | None = None,
     ) -> T:
         sampling = self._sampling(params)
         key = cache_key(self.model, messages, schema, sampling)
@@ -743,7 +754,7 @@ class OpenAICompatClient:
         attempts = 0
         while True:
             attempts += 1
-            reply = await self._send_structured(conversation, schema, stage, sampling, name)
+            reply = await self._send_structured(conversation, schema, stage, sampling, name, on_text)
             try:
                 parsed = parse_json_reply(reply.text)
                 value = validate(parsed)
@@ -778,6 +789,7 @@ class OpenAICompatClient:
         stage: str,
         sampling: dict[str, Any],
         name: str,
+        on_text: Callable[[str], None] | None = None,
     ) -> Completion:
         refused_now: list[str] = []
         try:
@@ -791,9 +803,9 @@ class OpenAICompatClient:
                         async with self._probe_lock:
                             if self._modes[mode] is not None:
                                 continue  # another call settled this mode while we waited: go again, unlocked
-                            reply = await self._send(body, stage, probe=True)
+                            reply = await self._send(body, stage, probe=True, on_text=on_text)
                     else:
-                        reply = await self._send(body, stage, probe=False)
+                        reply = await self._send(body, stage, probe=False, on_text=on_text)
                 except _FormatRejected:
                     self._modes[mode] = False
                     refused_now.append(mode)
@@ -875,7 +887,9 @@ class OpenAICompatClient:
         reading = estimate_tokens(body.get("messages") or []) / profile.prompt_tps
         return max(self.timeout, 2.0 * reading + 5.0)
 
-    async def _send(self, body: dict[str, Any], stage: str, *, probe: bool) -> Completion:
+    async def _send(
+        self, body: dict[str, Any], stage: str, *, probe: bool, on_text: Callable[[str], None] | None = None
+    ) -> Completion:
         """POST one chat completion with retries; raises a ModelCallError subclass or _FormatRejected."""
         breaker, limit = self.link.breaker, self.link.limit
         has_format = "response_format" in body
@@ -897,7 +911,7 @@ class OpenAICompatClient:
                         stage=stage,
                     )
                 started = time.monotonic()
-                status, text, headers, reply = await self._post(body, stage, first, idle)
+                status, text, headers, reply = await self._post(body, stage, first, idle, on_text)
             except (TimeoutError, httpx.TimeoutException):
                 budgets.append(first)
                 waited = "timeout: no reply within " + ", then ".join(f"{b:g} s" for b in budgets)
@@ -957,7 +971,12 @@ class OpenAICompatClient:
                 self.link.profiles.put(profile)
 
     async def _post(
-        self, body: dict[str, Any], stage: str, first: float, idle: float
+        self,
+        body: dict[str, Any],
+        stage: str,
+        first: float,
+        idle: float,
+        on_text: Callable[[str], None] | None = None,
     ) -> tuple[int, str, Mapping[str, str], Completion | None]:
         """One request: (status, error text, headers, None) on an HTTP error, else the reply.
 
@@ -986,13 +1005,13 @@ class OpenAICompatClient:
                     text = (await resp.aread()).decode("utf-8", "replace")
                     if resp.status_code in (400, 422) and "stream" in text.lower() and not _mentions_format(text):
                         self._no_streaming()
-                        return await self._post(body, stage, first, idle)
+                        return await self._post(body, stage, first, idle, on_text)
                     return resp.status_code, text, resp.headers, None
                 if "text/event-stream" not in resp.headers.get("content-type", ""):
                     deadline.reschedule(loop.time() + idle)
                     text = (await resp.aread()).decode("utf-8", "replace")
                     return 200, "", resp.headers, await self._parsed(text, body, stage, time.monotonic() - started)
-                result = await read_stream(resp.aiter_lines(), deadline, idle)
+                result = await read_stream(resp.aiter_lines(), deadline, idle, on_text)
         if not result.done:
             raise httpx.RemoteProtocolError("the stream ended before the reply was complete")
         data = {

@@ -46,7 +46,12 @@ class StructuredChatModel(ChatModel, Protocol):
     """A chat model that returns replies validated against a pydantic model, counted under `stage`."""
 
     def complete_json(
-        self, messages: Sequence[dict[str, Any]], model_type: type[M], stage: str | None = None, **params: Any
+        self,
+        messages: Sequence[dict[str, Any]],
+        model_type: type[M],
+        stage: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+        **params: Any,
     ) -> M: ...
 
     async def acomplete_json(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,11 +47,17 @@ def _delta_text(choice: dict[str, Any]) -> str:
     return str(text or "")
 
 
-async def read_stream(lines: AsyncIterator[str], deadline: asyncio.Timeout, idle: float) -> StreamResult:
+async def read_stream(
+    lines: AsyncIterator[str],
+    deadline: asyncio.Timeout,
+    idle: float,
+    on_text: Callable[[str], None] | None = None,
+) -> StreamResult:
     """Collect the content of an SSE chat-completion stream.
 
     `deadline` is the running asyncio.Timeout of the request: each received event pushes it `idle`
-    seconds ahead, so only silence ends the request, never length.
+    seconds ahead, so only silence ends the request, never length. `on_text` is called with the
+    reply so far after each piece (a service streams the answer to its caller as it is written).
     """
     loop = asyncio.get_running_loop()
     out = StreamResult()
@@ -95,6 +101,8 @@ async def read_stream(lines: AsyncIterator[str], deadline: asyncio.Timeout, idle
                 out.last_token_at = now
                 out.pieces += 1
                 parts.append(text)
+                if on_text is not None:
+                    on_text("".join(parts))
             if choice.get("finish_reason"):
                 out.finish_reason = str(choice["finish_reason"])
     out.text = "".join(parts)

@@ -19,6 +19,7 @@ __all__ = [
     "SUPPORTED_SUFFIXES",
     "file_kind",
     "finish_document",
+    "inspect_bytes",
     "page_count",
     "parse_file",
     "quick_page_count",
@@ -92,6 +93,17 @@ def page_count(path: Path, data: bytes) -> int:
     from hyperfolio.parse.pdf import pdf_page_count
 
     return pdf_page_count(path, data)
+
+
+def inspect_bytes(path: Path, data: bytes) -> int:
+    """Pages of a file received as bytes (an upload), or a ParseError when it cannot be what its name
+    says: an unsupported suffix, an empty file, a PDF that does not open, binary bytes under a text name."""
+    kind = file_kind(path)
+    if not data:
+        raise ParseError(str(path), "file is empty (0 bytes)")
+    if kind != "pdf" and b"\x00" in data[:65536]:
+        raise ParseError(str(path), f"binary content under a {kind} name (a {path.suffix} file is text)")
+    return page_count(path, data)
 
 
 def quick_page_count(path: Path) -> int:

@@ -410,6 +410,11 @@ class SQLiteStore(ConceptTables):
                 out.setdefault((doc, int(page)), []).append((chunk_id, text))
         return out
 
+    def page_sizes(self, doc_id: str) -> list[tuple[int, float, float]]:
+        """(number, width, height) of each page of a document, in points."""
+        rows = self._query("SELECT number, width, height FROM pages WHERE doc_id = ? ORDER BY number", (doc_id,))
+        return [(int(n), float(w or 0.0), float(h or 0.0)) for n, w, h in rows]
+
     def count_chunks(self, doc_id: str | None = None) -> int:
         if doc_id is None:
             return self._query("SELECT COUNT(*) FROM chunks")[0][0]

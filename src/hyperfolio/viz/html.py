@@ -72,6 +72,11 @@ body { margin: 0; font: 14px/1.4 system-ui, sans-serif; display: flex; height: 1
 #side h2 { font-size: 16px; margin: 4px 0 8px; }
 .muted { color: #666; font-size: 12px; }
 li { margin-bottom: 4px; }
+@media (max-width: 800px) {  /* narrow (e.g. beside an answer in the web app): details under the graph */
+  body { flex-direction: column; }
+  #graph { flex: 0 0 65%; min-height: 0; overflow: hidden; border-right: 0; border-bottom: 1px solid #ddd; }
+  #side { width: auto; flex: 1 1 0; min-height: 0; box-sizing: border-box; }
+}
 </style></head>
 <body>
 <div id="graph"></div>

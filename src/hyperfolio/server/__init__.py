@@ -1,0 +1,1 @@
+"""The service face: HTTP API, web app and MCP server over the public `Collection` API."""

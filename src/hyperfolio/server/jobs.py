@@ -1,0 +1,215 @@
+"""Ingestion jobs: uploads indexed one job at a time, in the order they came, with live events.
+
+A job's events (planned pages, the stage of each file, pages parsed, chunks embedded, each
+file's result, the end) are kept in order with a sequence number, so any number of listeners
+can follow one (server-sent events) and a listener that reconnects resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hyperfolio.collection import STAGE_READY, AddProgress, AddResult, Collection
+
+log = logging.getLogger(__name__)
+
+QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+
+
+@dataclass
+class Upload:
+    """A received file: its own name (shown, never used as a path) and where it was stored."""
+
+    name: str
+    path: Path
+    pages: int
+
+
+@dataclass
+class Job:
+    job_id: str
+    collection: str
+    files: list[Upload]
+    status: str = QUEUED
+    created: float = field(default_factory=time.time)
+    started: float = 0.0
+    finished: float = 0.0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+    changed: threading.Condition = field(default_factory=threading.Condition, repr=False)
+
+    def emit(self, kind: str, **data: Any) -> None:
+        with self.changed:
+            self.events.append({"seq": len(self.events) + 1, "type": kind, "time": time.time(), **data})
+            self.changed.notify_all()
+
+    def events_after(self, seq: int) -> list[dict[str, Any]]:
+        with self.changed:
+            return self.events[seq:]
+
+    @property
+    def over(self) -> bool:
+        return self.status in (DONE, FAILED)
+
+    def summary(self) -> dict[str, Any]:
+        pages_done = sum(r["pages"] for r in self.results if r["status"] != "failed")
+        seconds = (self.finished or time.time()) - self.started if self.started else 0.0
+        return {
+            "job_id": self.job_id,
+            "collection": self.collection,
+            "status": self.status,
+            "files": [{"name": f.name, "pages": f.pages} for f in self.files],
+            "created": self.created,
+            "seconds": round(seconds, 3),
+            "pages_done": pages_done,
+            "results": self.results,
+            "failures": [{"name": r["name"], "reason": r["reason"]} for r in self.results if r["status"] == "failed"],
+            "error": self.error,
+        }
+
+
+def forget_upload(path: Path) -> None:
+    """Delete the service's copy of an uploaded file and the fresh directory it was stored in."""
+    path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()
+
+
+def unfinished_uploads(col: Collection, upload_dir: Path) -> list[Upload]:
+    """Uploads the service stored but did not finish indexing (it stopped while they were queued or
+    being indexed): indexing them again resumes where the store left off."""
+    ready = {Path(d.source) for d in col.documents() if d.status == STAGE_READY}
+    found = [p for p in sorted(upload_dir.glob("*/*")) if p.is_file() and p.resolve() not in ready]
+    return [Upload(p.name, p, 0) for p in found]
+
+
+class JobProgress(AddProgress):
+    """Turns the collection's progress callbacks into job events, with pages per second."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.names = {str(f.path): f.name for f in job.files}
+        self.total = sum(f.pages for f in job.files)
+        self.done_before = 0  # pages of finished files
+        self.current = ""
+        self.current_pages = 0
+
+    def _rate(self, done: int) -> float:
+        elapsed = time.time() - self.job.started
+        return round(done / elapsed, 3) if elapsed > 0 else 0.0
+
+    def _tick(self, stage: str, **data: Any) -> None:
+        done = self.done_before + self.current_pages
+        self.job.emit(
+            "progress",
+            file=self.current,
+            stage=stage,
+            pages_done=done,
+            pages_total=self.total,
+            pages_per_second=self._rate(done),
+            **data,
+        )
+
+    def planned(self, pages: dict[str, int]) -> None:
+        self.total = sum(pages.values()) or self.total
+        self.job.emit("planned", pages_total=self.total, files=[self.names.get(p, Path(p).name) for p in pages])
+
+    def file_started(self, path: str) -> None:
+        self.current, self.current_pages = self.names.get(path, Path(path).name), 0
+        self._tick("reading")
+
+    def pages_parsed(self, done: int, total: int) -> None:
+        self.current_pages = done
+        self._tick("parsing", file_pages=total)
+
+    def chunks_embedded(self, count: int, total: int = 0) -> None:
+        self._tick("embedding", chunks_done=count, chunks_total=total)
+
+    def graph_stage(self, stage: str) -> None:
+        self._tick(stage)
+
+    def file_finished(self, result: AddResult) -> None:
+        if result.status in ("failed", "skipped"):
+            forget_upload(Path(result.path))  # nothing in the store refers to this copy
+        self.done_before += result.pages if result.ok else 0
+        self.current_pages = 0
+        row = asdict(result)
+        row["name"] = self.names.get(result.path, Path(result.path).name)
+        del row["path"]  # where the service keeps it is nobody's business
+        self.job.results.append(row)
+        self.job.emit("file", **row)
+
+
+class JobQueue:
+    """One thread indexes the jobs in order through each collection's writer handle."""
+
+    def __init__(self, writer_of: Any, workers: int = 0) -> None:
+        self._writer_of = writer_of  # name -> Collection
+        self._workers = workers
+        self._jobs: dict[str, Job] = {}
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="hyperfolio-ingest", daemon=True)
+        self._thread.start()
+
+    def submit(self, collection: str, files: list[Upload]) -> Job:
+        job = Job(uuid.uuid4().hex[:16], collection, files)
+        with self._lock:
+            self._jobs[job.job_id] = job
+        job.emit("queued", position=self._queue.qsize() + 1)
+        self._queue.put(job)
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def jobs(self, collection: str | None = None) -> list[Job]:
+        with self._lock:
+            found = list(self._jobs.values())
+        return [j for j in found if collection is None or j.collection == collection]
+
+    def busy(self) -> bool:
+        return any(not j.over for j in self.jobs())
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            self._process(job)
+
+    def _process(self, job: Job) -> None:
+        job.status, job.started = RUNNING, time.time()
+        job.emit("started")
+        try:
+            col: Collection = self._writer_of(job.collection)
+            report = col.add([f.path for f in job.files], progress=JobProgress(job), workers=self._workers)
+            job.status = DONE
+            job.finished = time.time()
+            job.emit(
+                "done",
+                status=DONE,
+                pages=report.pages,
+                seconds=round(report.seconds, 3),
+                pages_per_second=round(report.pages / report.seconds, 3) if report.seconds else 0.0,
+                failed=len(report.failed),
+            )
+        except Exception as exc:  # a bug or a broken store: the job fails, the service goes on
+            log.exception("ingestion job %s failed", job.job_id)
+            job.status, job.error, job.finished = FAILED, f"{type(exc).__name__}: {exc}", time.time()
+            job.emit("done", status=FAILED, error=job.error)
+
+    def close(self) -> None:
+        """Stop after the running job (its work so far is kept; `add` resumes the rest)."""
+        self._queue.put(None)
+        self._thread.join(timeout=1.0)

@@ -1,0 +1,379 @@
+"""The MCP server: an agent indexes documents and asks cited questions through tools.
+
+The same server runs over stdio (`run_stdio`, one client spawning it) or inside the HTTP service,
+mounted at `/mcp` (`build_mcp(library).streamable_http_app()`). Every tool goes through the
+`Library` the HTTP API uses, so both see the same collections; the blocking work runs on worker
+threads so one slow question never stalls the other sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+import pydantic_core
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
+from pydantic import Field
+from starlette.applications import Starlette
+
+from hyperfolio.collection import RETRIEVAL_MODES, AddResult
+from hyperfolio.errors import HyperfolioError
+from hyperfolio.render import answer_dict, evidence_dict
+from hyperfolio.server.library import CollectionNotFound, Library
+
+T = TypeVar("T")
+
+DEFAULT_COLLECTION = "default"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+EXCERPT_CHARS = 400  # evidence text shown per item in the readable result; the structured one has more
+LEGEND_LINES = 80  # entities and hyperedges named under a hypergraph picture
+
+Mode = Literal[tuple(RETRIEVAL_MODES)]  # type: ignore[valid-type]
+# A tool result that always carries structured content (a JSON object) beside the text an agent reads.
+Structured = Annotated[CallToolResult, dict[str, Any]]
+
+CollectionArg = Annotated[
+    str, Field(description="Collection name (letters, digits, '-' or '_'); see list_collections.")
+]
+ModeArg = Annotated[
+    Mode | None,
+    Field(description="Retrieval mode; omit for the collection's default ('auto' picks per question)."),
+]
+KArg = Annotated[int | None, Field(ge=1, le=100, description="How many evidence passages to retrieve.")]
+DocArg = Annotated[
+    str | list[str] | None,
+    Field(description="Only search these documents (doc id, title or file name; one or a list)."),
+]
+
+INSTRUCTIONS = """\
+hyperfolio answers questions about indexed documents (PDF, Markdown, HTML, text) with citations to
+document, page and region. Start with list_collections / list_documents. Index files with
+add_document (a path on the server's machine). Use ask for a cited answer, retrieve for the ranked
+evidence, get_page to see a cited page (pass the citation's box to highlight it) and
+draw_hypergraph to picture how entities are connected. Collections default to "default"."""
+
+
+class HyperfolioMCP(MCPServer):
+    """MCPServer whose HTTP app serves at its own root and accepts loopback hosts with or without a port.
+
+    The SDK's app answers at `/mcp` inside itself, so mounted at `/mcp` it would live at `/mcp/mcp`;
+    its default DNS-rebinding guard also refuses `Host: localhost` without a port.
+    """
+
+    def streamable_http_app(  # type: ignore[override]
+        self,
+        *,
+        streamable_http_path: str = "/",
+        transport_security: TransportSecuritySettings | None = None,
+        host: str = "127.0.0.1",
+        **options: Any,
+    ) -> Starlette:
+        """The ASGI app to mount (path `/` inside it); `host` is the service's bind address.
+
+        Bound to loopback, requests must name a loopback host (a web page cannot reach the tools
+        through DNS rebinding); bound elsewhere the SDK turns the check off and the service's API
+        key guards the endpoint.
+        """
+        if transport_security is None and host in ("127.0.0.1", "localhost", "::1"):
+            transport_security = loopback_security()
+        return super().streamable_http_app(
+            streamable_http_path=streamable_http_path, transport_security=transport_security, host=host, **options
+        )
+
+
+def loopback_security() -> TransportSecuritySettings:
+    """DNS-rebinding protection that lets any loopback client in, on any port or none."""
+    hosts = [h for name in LOOPBACK_HOSTS for h in (name, f"{name}:*")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"{scheme}://{h}" for scheme in ("http", "https") for h in hosts],
+    )
+
+
+def build_mcp(library: Library) -> MCPServer:
+    """The MCP server over `library`'s collections: seven tools, text for the agent plus structured data."""
+    mcp = HyperfolioMCP("hyperfolio", instructions=INSTRUCTIONS, log_level="WARNING")
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    async def work(call: Callable[[], T]) -> T:
+        """Run blocking library work on a thread; a library error becomes the tool's one-line error."""
+        try:
+            return await anyio.to_thread.run_sync(call)
+        except CollectionNotFound as exc:
+            names = await anyio.to_thread.run_sync(library.names)
+            known = ", ".join(names) if names else "none yet"
+            raise ToolError(
+                f"no collection named {exc.name!r} (collections: {known}); add_document creates one"
+            ) from None
+        except HyperfolioError as exc:
+            raise ToolError(_one_line(str(exc))) from None
+
+    @mcp.tool(annotations=reading)
+    async def list_collections() -> Structured:
+        """List the collections on this server and how many documents each holds."""
+
+        def run() -> list[dict[str, Any]]:
+            return [{"name": name, "documents": len(library.reader(name).documents())} for name in library.names()]
+
+        rows = await work(run)
+        if not rows:
+            text = "No collections yet; add_document creates one."
+        else:
+            text = "\n".join(f"{r['name']}: {r['documents']} document(s)" for r in rows)
+        return _result(text, {"collections": rows})
+
+    @mcp.tool(annotations=reading)
+    async def list_documents(collection: CollectionArg = DEFAULT_COLLECTION) -> Structured:
+        """List a collection's documents: id, title, kind, pages, chunks and indexing status.
+
+        Use a document's id (or title) as `doc` in ask, retrieve, get_page and draw_hypergraph.
+        """
+        infos = await work(lambda: library.reader(collection).documents())
+        rows = [
+            {
+                "doc_id": i.doc_id,
+                "title": i.title,
+                "kind": i.kind,
+                "pages": i.num_pages,
+                "chunks": i.num_chunks,
+                "status": i.status,
+            }
+            for i in infos
+        ]
+        lines = [
+            f"{r['doc_id']}  {r['title']} ({r['kind']}, {r['pages']} pages, {r['chunks']} chunks, {r['status']})"
+            for r in rows
+        ]
+        text = "\n".join(lines) if lines else f"Collection {collection!r} has no documents yet."
+        return _result(text, {"collection": collection, "documents": rows})
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    async def add_document(
+        path: Annotated[
+            str,
+            Field(description="Absolute path of a file or folder on the server's machine (globs allowed)."),
+        ],
+        collection: CollectionArg = DEFAULT_COLLECTION,
+    ) -> Structured:
+        """Index a file or every supported file in a folder (PDF, Markdown, HTML, text) into a collection.
+
+        Creates the collection if needed. Takes seconds per document; a file already indexed
+        unchanged is skipped. Returns each file's status, pages, chunks and, on failure, why.
+        """
+        target = str(Path(path).expanduser())
+
+        def run() -> list[AddResult]:
+            library.create(collection)
+            return library.writer(collection).add([target]).results
+
+        results = await work(run)
+        rows = [
+            {
+                "file": r.path,
+                "status": r.status,
+                "doc_id": r.doc_id,
+                "title": r.title,
+                "pages": r.pages,
+                "chunks": r.chunks,
+                "seconds": round(r.seconds, 3),
+                "reason": r.reason,
+            }
+            for r in results
+        ]
+        lines = [_add_line(r) for r in results] or [f"{path}: no supported files found"]
+        failed = not results or all(not r.ok for r in results)
+        data = {"collection": collection, "files": rows}
+        return _result("\n".join(lines), data, error=failed)
+
+    @mcp.tool(annotations=reading)
+    async def ask(
+        question: Annotated[str, Field(min_length=1, max_length=4000, description="The question.")],
+        mode: ModeArg = None,
+        k: KArg = None,
+        doc: DocArg = None,
+        collection: CollectionArg = DEFAULT_COLLECTION,
+    ) -> Structured:
+        """Answer a question from the collection's documents, with numbered citations.
+
+        Each citation [n] names the document (title and doc id), the page (and the printed page
+        label where it differs) and the region on the page as a box [x0, y0, x1, y1] in points;
+        pass the doc id, page and box to get_page to see it.
+        """
+        data = await work(lambda: answer_dict(library.reader(collection).ask(question, mode=mode, k=k, doc=doc)))
+        return _result(_answer_text(data), _plain(data))
+
+    @mcp.tool(annotations=reading)
+    async def retrieve(
+        question: Annotated[str, Field(min_length=1, max_length=4000, description="The question.")],
+        mode: ModeArg = None,
+        k: KArg = None,
+        doc: DocArg = None,
+        collection: CollectionArg = DEFAULT_COLLECTION,
+    ) -> Structured:
+        """Rank the passages (text, tables, figures) that bear on a question, each with its citation.
+
+        Use it to read the evidence itself rather than a composed answer.
+        """
+        data = await work(lambda: evidence_dict(library.reader(collection).retrieve(question, mode=mode, k=k, doc=doc)))
+        return _result(_evidence_text(data), _plain(data))
+
+    @mcp.tool(annotations=reading)
+    async def get_page(
+        doc: Annotated[str, Field(description="Document id, title or file name.")],
+        page: Annotated[int, Field(ge=1, description="1-based page number (the citation's page).")],
+        collection: CollectionArg = DEFAULT_COLLECTION,
+        boxes: Annotated[
+            list[list[float]] | None,
+            Field(max_length=50, description="Regions to highlight, each [x0, y0, x1, y1] in points."),
+        ] = None,
+    ) -> Structured:
+        """Show a page as a PNG image with regions highlighted, plus the text of its chunks.
+
+        Non-PDF documents have no page image; their chunks' text is still returned.
+        """
+
+        def run() -> tuple[dict[str, Any], bytes | None, str]:
+            col = library.reader(collection)
+            info = col.resolve(doc)
+            pages = col.pages(info.doc_id)
+            found = next((p for p in pages if p["number"] == page), None)
+            if found is None:
+                raise HyperfolioError(f"{info.title} has {len(pages)} pages; there is no page {page}")
+            png = col.page_image(info.doc_id, page, boxes or []) if info.kind == "pdf" else None
+            return found, png, info.title
+
+        found, png, title = await work(run)
+        content: list[ContentBlock] = []
+        if png is not None:
+            content.append(Image(data=png, format="png").to_image_content())
+        content.append(TextContent(type="text", text=_page_text(title, found)))
+        data = {"doc": doc, "title": title, **found}
+        return CallToolResult(content=content, structured_content=_plain(data))
+
+    @mcp.tool(annotations=reading)
+    async def draw_hypergraph(
+        collection: CollectionArg = DEFAULT_COLLECTION,
+        doc: Annotated[str | None, Field(description="Draw this document's hypergraph (id or title).")] = None,
+        query: Annotated[str | None, Field(max_length=4000, description="Draw the evidence for this question.")] = None,
+        entity: Annotated[str | None, Field(max_length=200, description="Draw this entity's neighbourhood.")] = None,
+    ) -> Structured:
+        """Draw part of the collection's hypergraph as a PNG: entities (E1, E2, ...) joined by hyperedges
+        (H1, ...), for exactly one of a document, a question or an entity. The text names every id."""
+
+        def run() -> tuple[bytes, dict[str, Any]]:
+            col = library.reader(collection)
+            with tempfile.TemporaryDirectory(prefix="hyperfolio-mcp-") as tmp:
+                picture = col.visualize(Path(tmp) / "graph.png", doc=doc, query=query, entity=entity)
+                mapping = json.loads(picture.mapping.read_text(encoding="utf-8"))
+                summary = {
+                    "entities": picture.entities,
+                    "hyperedges": picture.hyperedges,
+                    "pruned": picture.pruned,
+                    "mapping": mapping,
+                }
+                return picture.path.read_bytes(), summary
+
+        png, summary = await work(run)
+        content: list[ContentBlock] = [
+            Image(data=png, format="png").to_image_content(),
+            TextContent(type="text", text=_graph_text(summary)),
+        ]
+        return CallToolResult(content=content, structured_content=_plain(summary))
+
+    return mcp
+
+
+def run_stdio(root: str | Path) -> None:
+    """Serve the collections under `root` to one client over stdin/stdout until it disconnects."""
+    library = Library(root)
+    try:
+        build_mcp(library).run("stdio")
+    finally:
+        library.close()
+
+
+# ---------------------------------------------------------------------- text for the agent
+def _result(text: str, data: dict[str, Any], error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=error)
+
+
+def _plain(data: dict[str, Any]) -> dict[str, Any]:
+    """JSON-ready values only (NumPy scalars and paths become numbers and strings), so the wire never fails."""
+    return pydantic_core.to_jsonable_python(data, fallback=str)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _box(bbox: list[float] | None) -> str:
+    return "[" + ", ".join(f"{v:.1f}" for v in bbox) + "]" if bbox else ""
+
+
+def _add_line(r: AddResult) -> str:
+    name = Path(r.path).name or r.path
+    if not r.ok:
+        return f"{name}: failed - {_one_line(r.reason)}"
+    extra = f" ({r.reason})" if r.reason else ""
+    return f"{name}: {r.status} as {r.doc_id} '{r.title}', {r.pages} pages, {r.chunks} chunks{extra}"
+
+
+def _cite(number: int, c: dict[str, Any]) -> str:
+    printed = f" (printed page {c['page_label']})" if c.get("page_label") else ""
+    region = f", box {_box(c['bbox'])}" if c.get("bbox") else ""
+    return f"[{number}] {c['title']} (doc {c['doc_id']}), page {c['page']}{printed}{region}"
+
+
+def _answer_text(data: dict[str, Any]) -> str:
+    lines = [data["answer"]]
+    if not data["sufficient"]:
+        lines.append("(The evidence found does not support an answer; try retrieve, another mode or a larger k.)")
+    if data["citations"]:
+        lines += ["", "Citations:"]
+        lines += [_cite(n, c) for n, c in enumerate(data["citations"], 1)]
+    return "\n".join(lines)
+
+
+def _evidence_text(data: dict[str, Any]) -> str:
+    if not data["items"]:
+        return "No evidence found for this question."
+    lines = []
+    for item in data["items"]:
+        c = item["citation"]
+        head = _cite(item["rank"], c)
+        text = _one_line(item["text"])
+        cut = text[:EXCERPT_CHARS] + ("..." if len(text) > EXCERPT_CHARS else "")
+        lines.append(f"{head} - {item['modality']}, score {item['score']:.3f}\n    {cut}")
+    return "\n".join(lines)
+
+
+def _page_text(title: str, page: dict[str, Any]) -> str:
+    lines = [f"{title}, page {page['number']} ({page['width']:.0f} x {page['height']:.0f} points)"]
+    if not page["chunks"]:
+        lines.append("(no text chunks on this page)")
+    for chunk in page["chunks"]:
+        lines.append(f"- {chunk['modality']} {_box(chunk['bbox'])}: {_one_line(chunk['text'])}")
+    return "\n".join(lines)
+
+
+def _graph_text(summary: dict[str, Any]) -> str:
+    mapping = summary["mapping"]
+    lines = [f"{summary['entities']} entities, {summary['hyperedges']} hyperedges drawn"]
+    if summary["pruned"]:
+        lines[0] += f" ({summary['pruned']} left out to keep the picture legible)"
+    legend = [f"{vid} {e['name']}" + (f" ({e['type']})" if e["type"] else "") for vid, e in mapping["entities"].items()]
+    legend += [f"{vid}: {h['description']} [{'; '.join(h['members'])}]" for vid, h in mapping["hyperedges"].items()]
+    lines += legend[:LEGEND_LINES]
+    if len(legend) > LEGEND_LINES:
+        lines.append(f"... and {len(legend) - LEGEND_LINES} more (see the structured mapping)")
+    return "\n".join(lines)

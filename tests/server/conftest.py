@@ -1,0 +1,46 @@
+"""A running service for the server tests: uvicorn on a free loopback port, in a thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+pytest.importorskip("fastapi", reason="pip install -e '.[serve]' installs the service")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running(app) -> Iterator[str]:  # noqa: ANN001 - any ASGI app
+    """Serve `app` on loopback until the block ends; yields its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test service did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def serve_app():  # noqa: ANN201
+    """`with serve_app(app) as url:` runs an ASGI app on a free loopback port for the block."""
+    return running

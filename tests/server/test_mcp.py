@@ -1,0 +1,130 @@
+"""The MCP server as agents reach it: over stdio (a spawned process) and mounted at `/mcp` in the service.
+
+Both go through the SDK's own client, so a change in the SDK's wire format or in how the tools
+are declared shows up here rather than in an agent.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, ImageContent, TextContent
+
+from hyperfolio.sample import SAMPLE_QUESTION, SAMPLE_TITLE, write_sample_report
+
+TOOLS = {"list_collections", "list_documents", "add_document", "ask", "retrieve", "get_page", "draw_hypergraph"}
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+async def stdio_session_calls(root: Path, pdf: Path, errlog: Any) -> dict[str, Any]:
+    """One server process, every call the tests look at; their results by name."""
+    code = f"from hyperfolio.server.mcp import run_stdio; run_stdio({str(root)!r})"
+    params = StdioServerParameters(command=sys.executable, args=["-c", code])
+    out: dict[str, Any] = {}
+    with anyio.fail_after(120):
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            out["tools"] = (await session.list_tools()).tools
+            out["add"] = await session.call_tool("add_document", {"path": str(pdf)})
+            out["documents"] = await session.call_tool("list_documents", {})
+            out["ask"] = await session.call_tool("ask", {"question": SAMPLE_QUESTION})
+            cited = (out["ask"].structured_content or {"citations": [{}]})["citations"][0]
+            doc = cited.get("doc_id", "?")
+            where = {"doc": doc, "page": cited.get("page", 1), "boxes": [cited["bbox"]] if cited.get("bbox") else None}
+            out["page"] = await session.call_tool("get_page", where)
+            out["missing"] = await session.call_tool("ask", {"question": "anything", "collection": "nope"})
+            out["bad_page"] = await session.call_tool("get_page", {"doc": doc, "page": 99})
+    return out
+
+
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("mcp")
+    pdf = write_sample_report(base / "report.pdf")
+    log = base / "server.log"
+    with log.open("w") as errlog:
+        try:
+            return anyio.run(stdio_session_calls, base / "root", pdf, errlog)
+        except BaseException:
+            print(log.read_text(), file=sys.stderr)  # the server's own account, for the failure report
+            raise
+
+
+def test_lists_the_tools(calls):
+    tools = {tool.name: tool for tool in calls["tools"]}
+    assert set(tools) >= TOOLS
+    assert all(tools[name].description for name in TOOLS)
+    assert tools["ask"].input_schema["required"] == ["question"]
+
+
+def test_add_document_reports_pages_and_chunks(calls):
+    added = calls["add"]
+    assert not added.is_error, text_of(added)
+    [row] = added.structured_content["files"]
+    assert row["status"] == "added" and row["pages"] == 4 and row["chunks"] > 0
+    assert "added" in text_of(added)
+    [doc] = calls["documents"].structured_content["documents"]
+    assert doc["title"] == SAMPLE_TITLE and doc["status"] == "ready"
+
+
+def test_ask_answers_with_a_cited_page(calls):
+    asked = calls["ask"]
+    assert not asked.is_error, text_of(asked)
+    data = asked.structured_content
+    assert "North Sea" in data["answer"]
+    first = data["citations"][0]
+    assert first["title"] == SAMPLE_TITLE and first["page"] == 2
+    text = text_of(asked)
+    assert "[1] " + SAMPLE_TITLE in text and "page 2" in text and first["doc_id"] in text
+
+
+def test_get_page_returns_the_picture_and_its_text(calls):
+    page = calls["page"]
+    assert not page.is_error, text_of(page)
+    images = [block for block in page.content if isinstance(block, ImageContent)]
+    assert len(images) == 1 and images[0].mime_type == "image/png"
+    assert base64.b64decode(images[0].data).startswith(PNG)
+    assert "North Sea" in text_of(page)
+
+
+def test_errors_are_one_clear_line(calls):
+    missing = calls["missing"]
+    assert missing.is_error
+    message = text_of(missing)
+    assert "no collection named 'nope'" in message and "default" in message
+    assert "Traceback" not in message and "\n" not in message
+    bad = calls["bad_page"]
+    assert bad.is_error and "there is no page 99" in text_of(bad)
+
+
+async def list_tools_over_http(url: str) -> set[str]:
+    with anyio.fail_after(60):
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return {tool.name for tool in (await session.list_tools()).tools}
+
+
+def test_mounted_in_the_service_at_mcp(tmp_path, serve_app):
+    from hyperfolio.server.app import ServerConfig, create_app
+
+    app = create_app(ServerConfig(root=tmp_path / "root"))
+    with serve_app(app) as base:
+        for url in (f"{base}/mcp", f"{base}/mcp/", base.replace("127.0.0.1", "localhost") + "/mcp/"):
+            assert anyio.run(list_tools_over_http, url) >= TOOLS, url
+        # A page from elsewhere naming another host (DNS rebinding) is turned away.
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        refused = httpx.post(f"{base}/mcp/", json=hello, headers={"Host": "evil.example"})
+        assert refused.status_code == 421
