@@ -252,6 +252,8 @@ def fuzz_operation(operation: Any, target: Target, report: Report, examples: int
             report.record(Finding(label, f"no response: {type(exc).__name__}", None, str(exc)[:500]))
             return
         statuses[response.status_code] += 1
+        if refused_by_http_server(response):
+            return  # a request line HTTP itself forbids (e.g. raw control characters): the app never saw it
         try:  # the transport arguments tell the checks when the generated body was not the one sent
             case.validate_response(response, checks=CHECKS, transport_kwargs=own or None)
         except FailureGroup as group:
@@ -276,6 +278,15 @@ def fuzz_operation(operation: Any, target: Target, report: Report, examples: int
 
         fuzz = fixed_seed(seed)(fuzz)
     fuzz()
+
+
+def refused_by_http_server(response: Any) -> bool:
+    """uvicorn's own answer to a malformed HTTP request, before any route runs."""
+    return (
+        response.status_code == 400
+        and response.headers.get("content-type", "").startswith("text/plain")
+        and response.text.strip() == "Invalid HTTP request received."
+    )
 
 
 def _reproducer(response: Any) -> str:
