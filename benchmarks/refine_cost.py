@@ -38,9 +38,9 @@ from typing import Any
 import pymupdf
 
 from hyperfolio import Collection, Settings
-from hyperfolio.build.refine import refine_anchors, refine_pages
-from hyperfolio.build.refine_llm import LLMRefiner
 from hyperfolio.config import BuildOptions, ParseOptions
+from hyperfolio.hypergraph.refine import refine_anchors, refine_pages
+from hyperfolio.hypergraph.refine_llm import LLMRefiner
 from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.usage import estimate_tokens
 

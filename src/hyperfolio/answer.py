@@ -136,7 +136,7 @@ def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
     if len(body) < 2:
         return None
     q_terms = set(terms(question))
-    numeric: list[tuple[float, int]] = []  # (header overlap with question, column)
+    numeric: list[tuple[int, int]] = []  # (header overlap with question, column)
     label_col = None
     for col in range(len(header)):
         values = [cell_number(row[col]) for row in body]
@@ -150,8 +150,8 @@ def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
     overlap, col = max(numeric, key=lambda oc: (oc[0], -oc[1]))
     if overlap == 0:
         return None
-    scored = [(cell_number(row[col]), row) for row in body]
-    scored = [(v, row) for v, row in scored if v is not None]
+    numbered = [(cell_number(row[col]), row) for row in body]
+    scored = [(v, row) for v, row in numbered if v is not None]
     value, row = (max if want_max else min)(scored, key=lambda vr: vr[0])
     word = "highest" if want_max else "lowest"
     text = f"{row[label_col].strip()} has the {word} {header[col]}: {row[col].strip()}"

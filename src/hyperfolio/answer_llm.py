@@ -130,11 +130,11 @@ class LLMAnswerer:
             parts.append("Relations from the hypergraph:\n" + "\n".join(lines))
         if evidence.entities:
             lines = []
-            for hit in evidence.entities[: self.max_entities]:
-                entity = hit.entity
+            for entity_hit in evidence.entities[: self.max_entities]:
+                entity = entity_hit.entity
                 kind = ", ".join(x for x in (entity.type, entity.modality) if x)
                 description = clip(one_line(entity.description), 200)
-                pages = ", ".join(f"p.{p}" for _, p in hit.pages[:6])
+                pages = ", ".join(f"p.{p}" for _, p in entity_hit.pages[:6])
                 lines.append(f"- {entity.name} ({kind}; {pages}): {description}")
             parts.append("Entities from the hypergraph:\n" + "\n".join(lines))
         if evidence.meta.get("disputed"):

@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -63,7 +63,7 @@ def _open(collection: Path) -> Collection:
     return Collection(collection)
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     errors.print(f"[red]error:[/red] {message}")
     raise typer.Exit(code)
 
@@ -446,7 +446,7 @@ def conflicts(
     if not decisions:
         console.print("no conflicts recorded")
         return
-    titles = col.store.titles()
+    titles = col.titles()
     table = Table(title=f"{len(decisions)} decisions")
     for name in ("document", "kind", "decision", "fact", "weighed against", "why", "evidence"):
         table.add_column(name, overflow="fold")
@@ -490,23 +490,12 @@ def probe_layouts(
     doc: Annotated[str | None, typer.Option("--doc", "-d", help="Make the probes from this document.")] = None,
 ) -> None:
     """Pick the dual view the configured vision model reads best, and keep it as the default."""
-    from hyperfolio.viz import document_graph
-    from hyperfolio.viz.probe import choose_layouts, make_probes
-
-    col = _open(collection)
-    docs = [col.resolve(doc)] if doc else col.documents()
-    if not docs:
-        _fail("the collection has no documents")
-    graph = document_graph(col.store, docs[0].doc_id, docs[0].title)
-    for info in docs[1:]:
-        more = document_graph(col.store, info.doc_id)
-        graph.entities.update(more.entities)
-        graph.edges.update(more.edges)
-    probes = make_probes(graph.number(), k=k)
-    choice = choose_layouts(probes, col.models.get("vision"))
+    try:
+        choice = _open(collection).probe_layouts(k, doc)
+    except HyperfolioError as exc:
+        _fail(str(exc))
     for result in choice.results:
         console.print(f"  {result.pair[0]} + {result.pair[1]}: {result.correct}/{result.asked}")
-    col.store.set_meta("viz_layouts", ",".join(choice.pair))
     console.print(f"dual view: {choice.pair[0]} + {choice.pair[1]} ({choice.reason}; {choice.probes} probes)")
 
 

@@ -10,7 +10,6 @@ import asyncio
 import glob
 import json
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -19,17 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hyperfolio.answer import Answerer, ExtractiveAnswerer
-from hyperfolio.build.extract import Extractor
-from hyperfolio.build.extract_offline import OfflineExtractor
-from hyperfolio.build.layers import OfflineThemer, Themer
-from hyperfolio.build.ledger import OFFLINE, BuildLedger
-from hyperfolio.build.pipeline import GraphReport, build_document_graph
-from hyperfolio.build.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
-from hyperfolio.build.refine import OfflineRefiner, Refiner, refine_anchors
 from hyperfolio.config import Settings
-from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError
+from hyperfolio.errors import DocumentNotFound, DuplicateDocument, HyperfolioError, ParseError, StoreError
+from hyperfolio.hypergraph.extract import Extractor
+from hyperfolio.hypergraph.extract_offline import OfflineExtractor
+from hyperfolio.hypergraph.layers import OfflineThemer, Themer
+from hyperfolio.hypergraph.ledger import OFFLINE, BuildLedger
+from hyperfolio.hypergraph.pipeline import GraphReport, build_document_graph
+from hyperfolio.hypergraph.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
+from hyperfolio.hypergraph.refine import OfflineRefiner, Refiner, refine_anchors
 from hyperfolio.ingest import Executor, FileJob, ParseAhead, default_workers, make_executor
-from hyperfolio.model import Answer, Document, DocumentInfo, EvidencePackage
+from hyperfolio.model import Answer, Decision, Document, DocumentInfo, EvidencePackage
 from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.progress import ModelProgress
 from hyperfolio.models.protocols import Embedder
@@ -43,14 +42,14 @@ from hyperfolio.retrieve.evidence import regroup
 from hyperfolio.retrieve.features import Candidates, candidate_features
 from hyperfolio.retrieve.keywords import Decomposer, OfflineDecomposer
 from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
+from hyperfolio.store import Store, open_store, remove_store, store_exists
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
-from hyperfolio.store.concept_tables import Decision
-from hyperfolio.store.sqlite import DB_NAME, SQLiteStore
 from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:  # the language-model stages load only when a model is configured
-    from hyperfolio.build.estimate import WorkEstimate
-    from hyperfolio.build.summarise import DescriptionSummariser
+    from hyperfolio.hypergraph.estimate import WorkEstimate
+    from hyperfolio.hypergraph.summarise import DescriptionSummariser
+    from hyperfolio.viz.probe import Choice
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +159,7 @@ class Collection:
     ) -> None:
         self.path = Path(path).expanduser()
         self.settings = settings or Settings.load(self.path / "settings.toml")
-        self.store = SQLiteStore(self.path)
+        self.store: Store = open_store(self.path)
         self._embedder = embedder
         self._graph_embedder: Embedder | None = None
         self._answerer = answerer
@@ -240,7 +239,7 @@ class Collection:
         chat = self.models.get("extract")
         if chat is None:
             return offline
-        from hyperfolio.build.extract_llm import LLMExtractor
+        from hyperfolio.hypergraph.extract_llm import LLMExtractor
 
         vision = self.models.get("vision") if self.settings.build.multimodal else None
         return LLMExtractor(
@@ -258,7 +257,7 @@ class Collection:
         chat = self.models.get("extract")
         if chat is None:
             return None
-        from hyperfolio.build.summarise import DescriptionSummariser
+        from hyperfolio.hypergraph.summarise import DescriptionSummariser
 
         return DescriptionSummariser(chat, max_chars=self.settings.build.max_description_chars)
 
@@ -268,7 +267,7 @@ class Collection:
         chat = self.models.get("extract")
         if chat is None:
             return OfflineDetector(), OfflineResolver()
-        from hyperfolio.build.reconcile_llm import LLMDetector, LLMResolver
+        from hyperfolio.hypergraph.reconcile_llm import LLMDetector, LLMResolver
 
         return LLMDetector(chat), LLMResolver(chat)
 
@@ -279,7 +278,7 @@ class Collection:
         chat = self.models.get("extract")
         if chat is None:
             return OfflineThemer()
-        from hyperfolio.build.themes_llm import LLMThemer
+        from hyperfolio.hypergraph.themes_llm import LLMThemer
 
         return LLMThemer(chat, vision=self.models.get("vision"), picture=self._chunk_picture)
 
@@ -298,7 +297,7 @@ class Collection:
         chat = self.models.get("extract")
         if chat is None:
             return OfflineRefiner()
-        from hyperfolio.build.refine_llm import LLMRefiner
+        from hyperfolio.hypergraph.refine_llm import LLMRefiner
 
         return LLMRefiner(chat)
 
@@ -436,7 +435,7 @@ class Collection:
                 try:
                     with times.stage("write"):
                         self._write(doc)
-                except sqlite3.IntegrityError:
+                except DuplicateDocument:
                     # Another process wrote the same content meanwhile: carry on from its state.
                     result.status = "resumed"
                 info = self.store.get_document(doc.doc_id)
@@ -461,7 +460,7 @@ class Collection:
             try:
                 if doc_id and times.seconds and self.store.get_document(doc_id) is not None:
                     self.store.add_stage_times(doc_id, times.seconds)
-            except sqlite3.Error as exc:  # a busy database must not hide the file's own result
+            except StoreError as exc:  # a busy database must not hide the file's own result
                 log.warning("%s: stage times not recorded: %s", path, exc)
         result.seconds = time.perf_counter() - started
         result.stage_seconds = dict(times.ordered())
@@ -578,12 +577,12 @@ class Collection:
         }
         signature = json.dumps({"build": settings.build.__dict__, "source": shape}, sort_keys=True)
         target = Path(path)
-        if (target / "hyperfolio.db").exists():
+        if store_exists(target):
             existing = Collection(target, settings=settings, embedder=self._embedder)
             if existing.store.get_meta("build_settings") == signature:
                 return existing
             existing.close()
-            (target / "hyperfolio.db").unlink()
+            remove_store(target)
         self.store.copy_to(target).close()
         copy = Collection(target, settings=settings, embedder=self._embedder)
         copy.store.clear_graph()
@@ -751,7 +750,7 @@ class Collection:
         With a model configured, the server is probed (once; the profile is kept) for its context,
         slots and speed; this collection's past replies calibrate the reply lengths.
         """
-        from hyperfolio.build.estimate import estimate_work
+        from hyperfolio.hypergraph.estimate import estimate_work
 
         files, failed = expand_paths([paths] if isinstance(paths, (str, Path)) else paths)
         if failed:
@@ -847,6 +846,28 @@ class Collection:
         mapping.write_text(json.dumps(graph.mapping(), indent=2, ensure_ascii=False))
         return Picture(path, mapping, len(graph.entities), len(graph.edges), len(report.removed))
 
+    def probe_layouts(self, k: int = 15, doc: str | None = None) -> Choice:
+        """Ask the vision model to read probes drawn in each dual view and keep the one it reads best
+        as this collection's default for pictures (VizRAG's layout choice)."""
+        from hyperfolio.viz import document_graph
+        from hyperfolio.viz.probe import choose_layouts, make_probes
+
+        docs = [self.resolve(doc)] if doc else self.documents()
+        if not docs:
+            raise HyperfolioError("the collection has no documents")
+        graph = document_graph(self.store, docs[0].doc_id, docs[0].title)
+        for info in docs[1:]:
+            more = document_graph(self.store, info.doc_id)
+            graph.entities.update(more.entities)
+            graph.edges.update(more.edges)
+        choice = choose_layouts(make_probes(graph.number(), k=k), self.models.get("vision"))
+        self.store.set_meta("viz_layouts", ",".join(choice.pair))
+        return choice
+
+    def titles(self) -> dict[str, str]:
+        """Document id -> title."""
+        return self.store.titles()
+
     def sibling(self, embed_threads: int | None = None) -> Collection:
         """A second handle on this collection with its own database connection: a service reads through
         one while the other writes, and neither waits for the other. It shares the loaded models, or,
@@ -894,7 +915,7 @@ class Collection:
 
 def is_collection(path: str | Path) -> bool:
     """Whether a directory holds a collection (opening one that does not would create it)."""
-    return (Path(path).expanduser() / DB_NAME).is_file()
+    return store_exists(path)
 
 
 def embedding_text(section_path: Sequence[str], text: str) -> str:

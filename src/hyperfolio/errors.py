@@ -27,6 +27,10 @@ class StoreError(HyperfolioError):
     """The collection's storage refused an operation."""
 
 
+class DuplicateDocument(StoreError):
+    """The same content was written meanwhile (by another process): carry on from what it wrote."""
+
+
 class DocumentNotFound(HyperfolioError):
     def __init__(self, ref: str) -> None:
         super().__init__(f"no document matches {ref!r} in this collection")

@@ -220,3 +220,30 @@ class Answer:
     sufficient: bool  # False when the evidence does not support an answer
     answerer: str = "extractive"
     support: list[str] = field(default_factory=list)  # the extracted passages, in order
+
+
+@dataclass
+class Decision:
+    """One reconciliation decision: what happened to a fact, why, and on what evidence."""
+
+    doc_id: str
+    kind: str  # "mutual", "temporal", "granularity", "duplicate"
+    decision: str  # "kept", "merged", "revised", "dropped"
+    fact: str  # the fact as text: "head | relation | tail"
+    other: str  # the fact it was weighed against
+    reason: str
+    evidence: list[str] = field(default_factory=list)  # chunk ids
+    decided_by: str = "offline"
+    created_at: float = 0.0
+
+
+@dataclass
+class FactRow:
+    """An accepted fact as the store holds it: a fact hyperedge (head, relation, tail) and its evidence."""
+
+    edge_id: str
+    head_id: str
+    relation: str
+    tail_id: str
+    description: str = ""
+    chunks: list[str] = field(default_factory=list)

@@ -10,8 +10,8 @@ import pytest
 from fake_openai_server import Reply
 from pydantic import BaseModel
 
-from hyperfolio.build.extract_llm import PageExtraction
 from hyperfolio.config import ModelOptions
+from hyperfolio.hypergraph.extract_llm import PageExtraction
 from hyperfolio.models.errors import ModelContextError, ModelHTTPError, ModelTimeoutError, ModelUnavailableError
 from hyperfolio.models.flow import AdaptiveLimit, CircuitBreaker
 from hyperfolio.models.openai_compat import OpenAICompatClient, ServerLink, parse_json_reply

@@ -7,6 +7,7 @@ import sqlite3
 import numpy as np
 import pytest
 
+from hyperfolio.errors import DuplicateDocument
 from hyperfolio.model import Chunk, Document, Page
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.sqlite import SQLiteStore, fts_query
@@ -68,7 +69,7 @@ def test_wal_mode_and_round_trip(store, tmp_path):
 
 def test_same_document_twice_is_rejected_not_duplicated(store):
     store.write_document(make_doc("d1", ["alpha"]))
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(DuplicateDocument):
         store.write_document(make_doc("d1", ["alpha"]))
     assert store.count_chunks() == 1  # the failed transaction left nothing behind
 

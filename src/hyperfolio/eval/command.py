@@ -224,7 +224,7 @@ def tune_command(
     from hyperfolio.collection import Collection
     from hyperfolio.eval.tune import load_labelled, tune
 
-    directory = collection or Settings.load().collection
+    directory = collection  # the option applies the default and HYPERFOLIO_COLLECTION
     try:
         labelled = load_labelled(questions)
         with Collection(directory) as col, console.status(f"gathering candidates for {len(labelled)} questions"):

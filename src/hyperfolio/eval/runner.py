@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from hyperfolio.collection import AddProgress, Collection
 from hyperfolio.config import Settings
@@ -174,11 +174,19 @@ def _check_embedder(collection: Collection, wanted: str | None) -> None:
         )
 
 
+class BuildSwitches(TypedDict, total=False):
+    """The `BuildOptions` fields an ablation turns off."""
+
+    multimodal: bool
+    refine: bool
+    reconcile: bool
+
+
 # Ablations of the hypergraph build, run as strategies on a copy of the collection with its graph rebuilt.
 @dataclass(frozen=True)
 class Ablation:
     mode: str  # the strategy it ablates
-    build: dict[str, object] = field(default_factory=dict)  # build settings changed: needs its own graph
+    build: BuildSwitches = field(default_factory=BuildSwitches)  # build settings changed: needs its own graph
     retrieve: dict[str, object] = field(default_factory=dict)  # retrieval knobs changed per call
 
 

@@ -3,7 +3,7 @@
 A page's extraction should fit in one call. The context is split between the prompt and the
 reply: the reply gets a share of it (enough for a page's entities and facts), bounded so that on a
 slow server one call still ends in reasonable time; the rest is room for the prompt. When a page
-is larger than the room, its chunks go in several calls (build/extract_llm.py), never clipped
+is larger than the room, its chunks go in several calls (hypergraph/extract_llm.py), never clipped
 silently to nothing. Characters are turned into tokens conservatively (3.5 a token), since a
 prompt that overflows costs a failed call.
 """

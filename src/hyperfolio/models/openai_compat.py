@@ -30,7 +30,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -292,14 +292,14 @@ class _LoopThread:
     def in_loop_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
 
-    def run(self, coro: Awaitable[T]) -> T:
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self.in_loop_thread():
             raise RuntimeError("a synchronous model call was made from the client's own event loop")
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop())  # type: ignore[arg-type]
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop())
         return future.result()
 
-    async def run_async(self, coro: Awaitable[T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop())  # type: ignore[arg-type]
+    async def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop())
         return await asyncio.wrap_future(future)
 
     def stop(self, final: Callable[[], Awaitable[Any]] | None = None) -> None:
@@ -473,8 +473,9 @@ class OpenAICompatClient:
         if structured != "auto":
             self._modes[structured] = True
         self.link = link or ServerLink(AdaptiveLimit(self.concurrency, slots=self.concurrency), CircuitBreaker())
-        self._owns_runner = link is None or link.runner is None
-        self._runner = _LoopThread(f"hyperfolio-llm-{role}") if self._owns_runner else link.runner  # type: ignore[union-attr]
+        shared = link.runner if link is not None else None  # the loop of the registry's server, if any
+        self._owns_runner = shared is None
+        self._runner = shared if shared is not None else _LoopThread(f"hyperfolio-llm-{role}")
         self.stream = stream
         self._http: httpx.AsyncClient | None = None
         self._probe_lock: asyncio.Lock | None = None

@@ -84,8 +84,8 @@ async def read_stream(
         if event.get("error"):
             error = event["error"]
             message = error.get("message") if isinstance(error, dict) else str(error)
-            status = error.get("code") if isinstance(error, dict) and isinstance(error.get("code"), int) else 500
-            raise StreamError(str(message), status)
+            code = error.get("code") if isinstance(error, dict) else None
+            raise StreamError(str(message), code if isinstance(code, int) else 500)
         if isinstance(event.get("usage"), dict):
             out.usage = event["usage"]
         timings = event.get("timings")

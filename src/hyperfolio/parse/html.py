@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperfolio.config import ParseOptions
-from hyperfolio.model import Page
+from hyperfolio.model import Modality, Page
 from hyperfolio.parse.chunking import Block, paginate
 from hyperfolio.parse.markdown import load_local_image
 from hyperfolio.parse.text import decode_text
@@ -59,7 +59,7 @@ class _Collector(HTMLParser):
         text = raw.strip("\n") if self.pre_depth else " ".join(raw.split())
         if not text.strip():
             return
-        modality = "formula" if self.in_math else "text"
+        modality: Modality = "formula" if self.in_math else "text"
         self.blocks.append(Block(modality=modality, text=text, section_path=self.tracker.path))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:

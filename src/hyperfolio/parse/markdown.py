@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from hyperfolio.config import ParseOptions
-from hyperfolio.model import Page
+from hyperfolio.model import Modality, Page
 from hyperfolio.parse.chunking import Block, paginate
 from hyperfolio.parse.text import decode_text
 from hyperfolio.parse.tree import SectionTracker, clean_heading
@@ -122,7 +122,7 @@ def markdown_blocks(source: str, base: Path, tracker: SectionTracker) -> tuple[l
             info = (tok.info or "").strip().lower()
             content = tok.content.rstrip("\n")
             if content.strip():
-                modality = "formula" if info in ("math", "latex", "tex", "katex") else "text"
+                modality: Modality = "formula" if info in ("math", "latex", "tex", "katex") else "text"
                 meta: dict[str, Any] = {"code": True, "language": info} if modality == "text" else {}
                 blocks.append(Block(modality=modality, text=content, section_path=tracker.path, meta=meta))
             i += 1

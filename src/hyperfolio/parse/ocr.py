@@ -43,6 +43,7 @@ def tesseract_available() -> bool:
 def _to_image(data: bytes | Image.Image) -> Image.Image:
     from PIL import Image
 
+    img: Image.Image
     if isinstance(data, bytes | bytearray):
         img = Image.open(io.BytesIO(data))
         img.load()
@@ -86,7 +87,7 @@ def ocr_image(data: bytes | Image.Image, lang: str = "eng", timeout: float = 20.
 
 def clean_ocr_text(text: str) -> str:
     """Drop blank runs and lines of pure noise that Tesseract emits for graphics."""
-    lines = []
+    lines: list[str] = []
     for line in text.splitlines():
         line = line.strip()
         if not line:

@@ -23,7 +23,7 @@ import pymupdf
 
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
-from hyperfolio.model import BBox, Page
+from hyperfolio.model import BBox, Modality, Page
 from hyperfolio.parse.chunking import Block, blocks_to_chunks
 from hyperfolio.parse.ocr import ocr_image, ocr_textpage, tesseract_available
 from hyperfolio.parse.tree import SectionTracker, clean_heading, heading_key, level_for, rank_levels
@@ -432,7 +432,7 @@ def _tables(
         items.append(
             _Item(
                 kind="table",
-                bbox=bbox,  # type: ignore[arg-type]
+                bbox=bbox,
                 block=Block(modality="table", text="", table=rows, table_header_rows=header_rows),
             )
         )
@@ -930,7 +930,7 @@ def assemble_pdf(
             path_now = tracker.path
             has_text = has_text or (bool(item.text.strip()) if item.kind == "text" else not item.textless)
             if item.kind == "text":
-                modality = "formula" if item.math else "text"
+                modality: Modality = "formula" if item.math else "text"
                 blocks.append(Block(modality=modality, text=item.text, bbox=item.bbox, section_path=path_now))
             else:
                 assert item.block is not None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from hyperfolio.retrieve.auto import AutoStrategy
 from hyperfolio.retrieve.base import Query, RetrievalContext, Strategy
 from hyperfolio.retrieve.concept import ConceptStrategy
@@ -19,6 +21,10 @@ STRATEGIES: dict[str, type] = {
     "topdown": TopDownStrategy,
 }
 
+# The modes as a type, for request models that validate a mode; the names of STRATEGIES, in its order
+# (tests/retrieve/test_modes.py keeps the two equal).
+RetrievalMode = Literal["auto", "bm25", "dense", "hybrid", "dual", "concept", "topdown"]
+
 
 def make_strategy(name: str) -> Strategy:
     try:
@@ -27,4 +33,4 @@ def make_strategy(name: str) -> Strategy:
         raise ValueError(f"unknown retrieval mode {name!r}; choose one of {', '.join(STRATEGIES)}") from None
 
 
-__all__ = ["Query", "RetrievalContext", "Strategy", "STRATEGIES", "make_strategy"]
+__all__ = ["Query", "RetrievalContext", "RetrievalMode", "Strategy", "STRATEGIES", "make_strategy"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.retrieve.base import RetrievalContext
@@ -56,7 +56,7 @@ def modality_group(modality: str) -> str:
 
 
 def organise_by_modality(
-    ranked: Sequence[tuple[str, float]], modality_of: dict[str, str], limits: dict[str, int], fill: bool = True
+    ranked: Sequence[tuple[str, float]], modality_of: Mapping[str, str], limits: dict[str, int], fill: bool = True
 ) -> list[tuple[str, float]]:
     """Modality-aware organisation (HVM-GraphRAG 3.2.3): the candidates split into text, table and
     image groups, each ranked by score and cut to its limit, then laid out in that fixed order so an

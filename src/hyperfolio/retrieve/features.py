@@ -17,6 +17,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -212,7 +213,7 @@ def _stem(word: str) -> str:
     return word
 
 
-def _share(wanted: set[str], text_words: set[str]) -> float:
+def _share(wanted: AbstractSet[str], text_words: AbstractSet[str]) -> float:
     return len(wanted & text_words) / len(wanted) if wanted else 0.0
 
 
@@ -401,15 +402,19 @@ def _page_text_features(
     whether the question names the page by number ("on page 5", "slide 3")."""
     col = FEATURE_INDEX
     keys = list(dict.fromkeys((c.doc_id, c.page) for c in chunks))
-    page_words = {key: ctx.texts.get(("page", key)) for key in keys}
-    missing = [key for key, words in page_words.items() if words is None]
+    cached = {key: ctx.texts.get(("page", key)) for key in keys}
+    missing = [key for key, words in cached.items() if words is None]
     if missing:  # a page's words: its chunks' words, each chunk read once whatever asks for it
         on_pages = ctx.store.page_chunk_texts(missing)
         for key in missing:
             parts = [text_words(ctx, chunk_id, text) for chunk_id, text in on_pages.get(key, [])]
             words = frozenset().union(*(p.words for p in parts))
             pairs = frozenset().union(*(p.pairs for p in parts))
-            page_words[key] = ctx.texts.put(("page", key), (words, pairs))
+            cached[key] = ctx.texts.put(("page", key), (words, pairs))
+    # every page's (words, word pairs), now that the missing ones are filled in
+    page_words: dict[tuple[str, int], tuple[frozenset[str], frozenset[tuple[str, str]]]] = {
+        key: found for key, found in cached.items() if found is not None
+    }
     wanted, pairs = asked.words, asked.pairs
     page_sets = {key: words[0] for key, words in page_words.items()}
     df = {w: sum(w in words for words in page_sets.values()) for w in wanted}
@@ -418,7 +423,7 @@ def _page_text_features(
     named = {int(n) for n in _PAGE_NAMED.findall(question)}
     for i, chunk in enumerate(chunks):
         key = (chunk.doc_id, chunk.page)
-        words = page_sets.get(key, set())
+        words = page_sets.get(key, frozenset())
         matrix[i, col["page_cover"]] = _share(wanted, words)
         matrix[i, col["page_idf_cover"]] = sum(idf[w] for w in wanted & words) / total
         matrix[i, col["page_bigram"]] = len(pairs & page_words[key][1]) / len(pairs) if pairs else 0.0
@@ -437,7 +442,7 @@ def _page_features(matrix: np.ndarray, chunks: list[Chunk], row: dict[str, int],
         on_page[(c.doc_id, c.page)].append(row[c.chunk_id])
     present = [col[f"{source}_in"] for source in SOURCES]
     scored = [col[f"{source}_score"] for source in SOURCES]
-    page_cols = [col[f"page_{source}"] for source in SOURCES]
+    page_cols = np.array([col[f"page_{source}"] for source in SOURCES])
     page_best: dict[tuple[str, int], float] = {}
     for key, members in on_page.items():
         rows = np.array(members)

@@ -134,6 +134,9 @@ def locate_with_vision(ctx: RetrievalContext, question: str, themes: list) -> li
     """Key entities the vision model picks from a picture of the top-layer subgraph (entity ids)."""
     from hyperfolio.viz import Budget, from_store, prune, render
 
+    model = ctx.vision_model
+    if model is None:
+        return []
     graph = from_store(ctx.store, [t.edge_id for t in themes], "themes", levels=("theme",))
     if not graph.entities:
         return []
@@ -145,7 +148,7 @@ def locate_with_vision(ctx: RetrievalContext, question: str, themes: list) -> li
         user_message(f"Question: {question}\n\nThemes:\n{listing}", [picture]),
     ]
     try:
-        reply = ctx.vision_model.complete_json(messages, LocateReply, stage="locate")
+        reply = model.complete_json(messages, LocateReply, stage="locate")
     except ModelCallError:
         return []
     by_vid = {e.vid: e.key for e in graph.entities.values()}

@@ -27,10 +27,11 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, Field
 
-from hyperfolio.collection import RETRIEVAL_MODES, Collection
+from hyperfolio.collection import Collection
 from hyperfolio.errors import HyperfolioError, ParseError
 from hyperfolio.parse import SUPPORTED_SUFFIXES, inspect_bytes
 from hyperfolio.render import answer_dict, evidence_dict
+from hyperfolio.retrieve import RetrievalMode
 from hyperfolio.retrieve.base import typed_knobs
 from hyperfolio.server.jobs import Job, JobQueue, Upload, unfinished_uploads
 from hyperfolio.server.library import Library
@@ -67,7 +68,7 @@ class ServerConfig:
             raise HyperfolioError("--max-upload-mb and --max-pages must be positive")
 
 
-Mode = Literal[tuple(RETRIEVAL_MODES)]  # type: ignore[valid-type]
+Mode = RetrievalMode
 
 
 class AskRequest(BaseModel):

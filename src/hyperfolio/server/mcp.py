@@ -13,7 +13,7 @@ import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -25,9 +25,10 @@ from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 from pydantic import Field
 from starlette.applications import Starlette
 
-from hyperfolio.collection import RETRIEVAL_MODES, AddResult
+from hyperfolio.collection import AddResult
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.render import answer_dict, evidence_dict
+from hyperfolio.retrieve import RetrievalMode
 from hyperfolio.server.library import CollectionNotFound, Library
 
 T = TypeVar("T")
@@ -37,7 +38,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 EXCERPT_CHARS = 400  # evidence text shown per item in the readable result; the structured one has more
 LEGEND_LINES = 80  # entities and hyperedges named under a hypergraph picture
 
-Mode = Literal[tuple(RETRIEVAL_MODES)]  # type: ignore[valid-type]
+Mode = RetrievalMode
 # A tool result that always carries structured content (a JSON object) beside the text an agent reads.
 Structured = Annotated[CallToolResult, dict[str, Any]]
 
@@ -69,7 +70,7 @@ class HyperfolioMCP(MCPServer):
     its default DNS-rebinding guard also refuses `Host: localhost` without a port.
     """
 
-    def streamable_http_app(  # type: ignore[override]
+    def streamable_http_app(
         self,
         *,
         streamable_http_path: str = "/",

@@ -1,23 +1,29 @@
-"""The store interface every backend implements (SQLite now, PostgreSQL later).
+"""The store as a port: the protocols every backend implements (SQLite now, PostgreSQL next).
 
-The store knows documents, pages, chunks, vectors and the hypergraph tables; it
+Stages depend on the protocol they use — parsing and flat search on `DocumentStore`, the build
+stage and graph strategies on `HypergraphStore`, reconciliation and the concept and theme layers
+on `LayerStore` — never on a backend class; `open_store(location)` picks the backend. The store
 knows no stage or retrieval strategy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from hyperfolio.model import Chunk, Document, DocumentInfo
+from hyperfolio.model import Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge
 
 # Ingestion stages recorded per document; a document is searchable once "ready".
 STAGE_PARSED = "parsed"
 STAGE_EMBEDDED = "embedded"
 STAGE_GRAPHED = "graphed"  # hypergraph extracted, merged, refined and embedded
 STAGE_READY = "ready"
+
+# What reconciliation counts per document (the store keeps and sums them).
+RECONCILE_COUNTS = ("facts", "groups", "conflicts", "kept", "merged", "revised", "dropped", "unresolved")
 
 CHUNK_SPACE = "chunk"  # vector space of chunk embeddings
 ENTITY_SPACE = "entity"  # hypergraph vertices, one vector per (entity, document)
@@ -36,14 +42,16 @@ def item_of(key: str) -> str:
     return key.split("|", 1)[0]
 
 
-class Store(Protocol):
+class DocumentStore(Protocol):
+    """Documents, pages, chunks, their status, keyword and vector search, and bookkeeping."""
+
     def get_meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
 
-    # documents
     def write_document(self, doc: Document) -> None:
-        """Persist a parsed document, its pages and chunks in one transaction (stage `parsed`)."""
+        """Persist a parsed document, its pages and chunks in one transaction (stage `parsed`);
+        `DuplicateDocument` when the same content was written meanwhile (by another process)."""
 
     def set_stage(self, doc_id: str, stage: str) -> None: ...
 
@@ -60,14 +68,18 @@ class Store(Protocol):
     def remove_document(self, doc_id: str) -> None:
         """Delete a document and everything only it supported."""
 
-    # chunks
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]: ...
+
+    def annotate_chunk(self, chunk_id: str, key: str, value: Any) -> None: ...
 
     def iter_chunks(self, doc_id: str | None = None) -> Iterable[Chunk]: ...
 
+    def page_chunk_texts(self, pages: Sequence[tuple[str, int]]) -> dict[tuple[str, int], list[tuple[str, str]]]: ...
+
+    def page_sizes(self, doc_id: str) -> list[tuple[int, float, float]]: ...
+
     def count_chunks(self, doc_id: str | None = None) -> int: ...
 
-    # search
     def keyword_search(self, query: str, k: int, doc_ids: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
 
     def put_vectors(self, space: str, items: Sequence[tuple[str, str]], vectors: np.ndarray) -> None:
@@ -75,12 +87,136 @@ class Store(Protocol):
 
     def missing_vectors(self, space: str, doc_id: str) -> list[Chunk]: ...
 
+    def clear_vectors(self, space: str) -> None: ...
+
     def vector_search(
         self, space: str, vector: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
     ) -> list[tuple[str, float]]: ...
 
     def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]: ...
 
+    def add_stage_times(self, doc_id: str, seconds: dict[str, float]) -> None: ...
+
+    def stage_times(self, doc_id: str | None = None) -> dict[str, float]: ...
+
     def stats(self) -> dict[str, Any]: ...
 
+    def copy_to(self, location: str | Path) -> Store:
+        """A consistent copy of the whole store at another location (a variant to try settings on)."""
+
     def close(self) -> None: ...
+
+
+class HypergraphStore(Protocol):
+    """Entities, hyperedges with their own ids, incidence, provenance, refinement state, and who built what."""
+
+    def write_graph(
+        self,
+        entities: Sequence[tuple[Entity, Sequence[str]]],
+        edges: Sequence[tuple[Hyperedge, Sequence[str]]],
+        max_description_chars: int = 600,
+    ) -> None: ...
+
+    def clear_document_graph(self, doc_id: str) -> None: ...
+
+    def clear_graph(self) -> None: ...
+
+    def delete_hyperedges(self, edge_ids: Sequence[str]) -> None: ...
+
+    def get_entities(self, entity_ids: Sequence[str]) -> list[Entity]: ...
+
+    def get_hyperedges(self, edge_ids: Sequence[str]) -> list[Hyperedge]: ...
+
+    def hyperedge_strengths(self, edge_ids: Sequence[str]) -> dict[str, float]: ...
+
+    def incident_edges(
+        self, entity_ids: Sequence[str], levels: Sequence[str] | None = None
+    ) -> dict[str, list[str]]: ...
+
+    def provenance(self, kind: str, item_ids: Sequence[str]) -> dict[str, list[tuple[str, str, int]]]: ...
+
+    def entities_by_norm_name(self, norm_names: Sequence[str]) -> dict[str, str]: ...
+
+    def chunk_entities(self, doc_id: str) -> dict[str, list[tuple[str, str]]]: ...
+
+    def chunk_hyperedge_members(
+        self, doc_id: str, levels: Sequence[str] = ("low", "high")
+    ) -> dict[str, list[list[str]]]: ...
+
+    def chunk_hyperedges(self, chunk_id: str) -> list[str]: ...
+
+    def hyperedges_of_level(self, doc_id: str, level: str) -> list[str]: ...
+
+    def entities_matching(self, name: str) -> list[str]: ...
+
+    def document_entities(self, doc_id: str) -> list[str]: ...
+
+    def document_hyperedges(self, doc_id: str) -> list[str]: ...
+
+    def entity_pages(self, entity_ids: Sequence[str]) -> dict[str, set[tuple[str, int]]]: ...
+
+    def refine_signatures(self, anchor_ids: Sequence[str]) -> dict[str, tuple[str, list[str]]]: ...
+
+    def set_refine_signature(self, anchor_id: str, signature: str, edge_ids: Sequence[str]) -> None: ...
+
+    def graph_stats(self) -> dict[str, Any]: ...
+
+    def record_builds(self, doc_id: str, rows: list[tuple[str, str, str, str]]) -> None: ...
+
+    def builds(self, doc_id: str | None = None, how: str | None = None) -> list[tuple[str, str, str, str, str]]: ...
+
+    def build_counts(self) -> dict[str, dict[str, int]]: ...
+
+
+class LayerStore(Protocol):
+    """Facts and reconciliation decisions, concepts with their edges and chunk evidence, and the layers' counts."""
+
+    def facts_about(self, entity_ids: Sequence[str]) -> list[FactRow]: ...
+
+    def document_facts(self, doc_id: str) -> list[FactRow]: ...
+
+    def relabel_fact(self, edge_id: str, relation: str) -> None: ...
+
+    def remove_evidence_links(self, links: Sequence[tuple[str, str]]) -> None: ...
+
+    def log_decisions(self, decisions: Sequence[Decision]) -> None: ...
+
+    def save_reconcile_counts(self, doc_id: str, counts: dict[str, int]) -> None: ...
+
+    def reconcile_totals(self) -> dict[str, int]: ...
+
+    def dropped_in(self, chunk_ids: Sequence[str]) -> list[Decision]: ...
+
+    def decisions(self, doc_id: str | None = None) -> list[Decision]: ...
+
+    def concepts_of(self, entity_ids: Sequence[str]) -> dict[str, str]: ...
+
+    def document_concepts(self, doc_id: str) -> list[str]: ...
+
+    def rebuild_concepts(self, concept_ids: Sequence[str]) -> None: ...
+
+    def concept_names(self, concept_ids: Sequence[str]) -> dict[str, str]: ...
+
+    def concepts_in(self, doc_id: str) -> list[tuple[str, str]]: ...
+
+    def concept_members_in(self, doc_id: str, concept_ids: Sequence[str], limit: int) -> dict[str, list[str]]: ...
+
+    def relations_in(self, doc_id: str) -> list[str]: ...
+
+    def concept_edges_for(
+        self, relations: Sequence[str], doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str, str, int]]: ...
+
+    def concept_chunk_pairs(
+        self, concept_ids: Sequence[str], doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]: ...
+
+    def layer_stats(self) -> dict[str, Any]: ...
+
+
+class GraphStore(DocumentStore, HypergraphStore, Protocol):
+    """What the build stage and the graph strategies read and write: chunks and the hypergraph."""
+
+
+class Store(DocumentStore, HypergraphStore, LayerStore, Protocol):
+    """A whole collection's store: what `open_store` returns."""

@@ -15,9 +15,9 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from typing import Any
 
+from hyperfolio.model import Decision, FactRow
 from hyperfolio.phrases import normalize_name
 
 CONCEPT_SCHEMA = """
@@ -86,37 +86,18 @@ def concept_id(name: str) -> str:
     return "C" + hashlib.sha1(normalize_name(name).encode()).hexdigest()[:14]
 
 
-@dataclass
-class FactRow:
-    edge_id: str
-    head_id: str
-    relation: str
-    tail_id: str
-    description: str = ""
-    chunks: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Decision:
-    """One reconciliation decision: what happened to a fact, why, and on what evidence."""
-
-    doc_id: str
-    kind: str  # "mutual", "temporal", "granularity", "duplicate"
-    decision: str  # "kept", "merged", "revised", "dropped"
-    fact: str  # the fact as text: "head | relation | tail"
-    other: str  # the fact it was weighed against
-    reason: str
-    evidence: list[str] = field(default_factory=list)  # chunk ids
-    decided_by: str = "offline"
-    created_at: float = 0.0
-
-
 class ConceptTables:
     """Methods over the concept-layer tables; the host class provides the connection helpers."""
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...  # provided by SQLiteStore
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
-    def _in_query(self, sql: str, ids: Sequence[str], extra: Sequence[Any] = ()) -> list[tuple]: ...
+    # Provided by SQLiteStore, the host class.
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        raise NotImplementedError
+
+    def _in_query(self, sql: str, ids: Sequence[Any], extra: Sequence[Any] = ()) -> list[tuple]:
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ writing
     @staticmethod

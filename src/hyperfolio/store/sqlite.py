@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hyperfolio.errors import StoreError
+from hyperfolio.errors import DuplicateDocument, StoreError
 from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Document, DocumentInfo, Entity, Hyperedge
 from hyperfolio.phrases import normalize_name
@@ -246,6 +246,12 @@ class SQLiteStore(ConceptTables):
 
     # ------------------------------------------------------------------ documents
     def write_document(self, doc: Document) -> None:
+        try:
+            self._write_document(doc)
+        except sqlite3.IntegrityError as exc:
+            raise DuplicateDocument(f"{doc.source}: its content is in the collection already ({exc})") from exc
+
+    def _write_document(self, doc: Document) -> None:
         now = time.time()
         with self.transaction() as db:
             db.execute(
@@ -621,7 +627,7 @@ class SQLiteStore(ConceptTables):
         with self._lock:
             self._matrices.clear()
 
-    def _in_query(self, sql: str, ids: Sequence[str], extra: Sequence[Any] = ()) -> list[tuple]:
+    def _in_query(self, sql: str, ids: Sequence[Any], extra: Sequence[Any] = ()) -> list[tuple]:
         """Run `sql` (with one `{marks}` placeholder) over ids in batches SQLite accepts."""
         out: list[tuple] = []
         ids = list(dict.fromkeys(ids))
@@ -775,9 +781,9 @@ class SQLiteStore(ConceptTables):
                 (anchor_id, signature, json.dumps(list(edge_ids)), time.time()),
             )
 
-    def copy_to(self, directory: str | Path) -> SQLiteStore:
+    def copy_to(self, location: str | Path) -> SQLiteStore:
         """A consistent copy of this database in another directory (SQLite's online backup)."""
-        target = SQLiteStore(directory)
+        target = SQLiteStore(location)
         with self._lock, target._lock:
             self._db.backup(target._db)
         target._matrices.clear()
@@ -800,7 +806,7 @@ class SQLiteStore(ConceptTables):
             **self.layer_stats(),
         }
 
-    # ------------------------------------------------------------------ who built what (build/ledger.py)
+    # ------------------------------------------------------------------ who built what (hypergraph/ledger.py)
     def record_builds(self, doc_id: str, rows: list[tuple[str, str, str, str]]) -> None:
         """Replace a document's record of which parts the model or the offline path built.
 
@@ -815,7 +821,7 @@ class SQLiteStore(ConceptTables):
 
     def builds(self, doc_id: str | None = None, how: str | None = None) -> list[tuple[str, str, str, str, str]]:
         """(doc_id, stage, item, how, reason) rows, optionally of one document and one kind."""
-        sql, args = "SELECT doc_id, stage, item, how, reason FROM model_builds WHERE 1 = 1", []
+        sql, args = "SELECT doc_id, stage, item, how, reason FROM model_builds WHERE 1 = 1", list[str]()
         if doc_id is not None:
             sql, args = sql + " AND doc_id = ?", [*args, doc_id]
         if how is not None:
@@ -832,16 +838,19 @@ class SQLiteStore(ConceptTables):
     # ------------------------------------------------------------------ stats
     def add_stage_times(self, doc_id: str, seconds: dict[str, float]) -> None:
         """Add to a document's seconds per indexing stage (a resumed run adds what it spent)."""
-        with self.transaction() as db:
-            db.executemany(
-                "INSERT INTO stage_times (doc_id, stage, seconds) VALUES (?, ?, ?) "
-                "ON CONFLICT (doc_id, stage) DO UPDATE SET seconds = seconds + excluded.seconds",
-                [(doc_id, stage, float(s)) for stage, s in seconds.items()],
-            )
+        try:
+            with self.transaction() as db:
+                db.executemany(
+                    "INSERT INTO stage_times (doc_id, stage, seconds) VALUES (?, ?, ?) "
+                    "ON CONFLICT (doc_id, stage) DO UPDATE SET seconds = seconds + excluded.seconds",
+                    [(doc_id, stage, float(s)) for stage, s in seconds.items()],
+                )
+        except sqlite3.Error as exc:  # e.g. busy: a caller reports it, the document's own result stands
+            raise StoreError(f"stage times of {doc_id} not recorded: {exc}") from exc
 
     def stage_times(self, doc_id: str | None = None) -> dict[str, float]:
         """Seconds per stage of one document, or summed over the collection."""
-        sql, args = "SELECT stage, SUM(seconds) FROM stage_times", ()
+        sql, args = "SELECT stage, SUM(seconds) FROM stage_times", tuple[str, ...]()
         if doc_id is not None:
             sql, args = sql + " WHERE doc_id = ?", (doc_id,)
         return {stage: float(total) for stage, total in self._query(sql + " GROUP BY stage", args)}
@@ -904,7 +913,7 @@ def _row_chunk(r: tuple) -> Chunk:
         order=r[3],
         modality=r[4],
         text=r[5],
-        bbox=bbox,  # type: ignore[arg-type]
+        bbox=bbox,
         section_path=json.loads(r[7]),
         table=json.loads(r[8]) if r[8] else None,
         table_header_rows=r[9],

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperfolio.model import EvidencePackage
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store.base import HypergraphStore
 
 DRAWN_LEVELS = ("low", "high", "refine")  # facts are the concept layer's; draw them by asking for them
 
@@ -94,7 +94,7 @@ class VizGraph:
         }
 
 
-def from_store(store: SQLiteStore, edge_ids: Sequence[str], title: str = "", levels=DRAWN_LEVELS) -> VizGraph:
+def from_store(store: HypergraphStore, edge_ids: Sequence[str], title: str = "", levels=DRAWN_LEVELS) -> VizGraph:
     """A drawable graph of these hyperedges and their members."""
     edges = [e for e in store.get_hyperedges(list(dict.fromkeys(edge_ids))) if e.level in levels]
     members = list(dict.fromkeys(m for e in edges for m, _ in e.members))
@@ -121,17 +121,17 @@ def from_store(store: SQLiteStore, edge_ids: Sequence[str], title: str = "", lev
     return graph.number()
 
 
-def document_graph(store: SQLiteStore, doc_id: str, title: str = "") -> VizGraph:
+def document_graph(store: HypergraphStore, doc_id: str, title: str = "") -> VizGraph:
     return from_store(store, store.document_hyperedges(doc_id), title or doc_id)
 
 
-def entity_graph(store: SQLiteStore, entity_ids: Sequence[str], title: str = "") -> VizGraph:
+def entity_graph(store: HypergraphStore, entity_ids: Sequence[str], title: str = "") -> VizGraph:
     """An entity's neighbourhood: its incident hyperedges and their members."""
     incident = store.incident_edges(list(entity_ids))
     return from_store(store, [e for edges in incident.values() for e in edges], title)
 
 
-def evidence_graph(store: SQLiteStore, evidence: EvidencePackage) -> VizGraph:
+def evidence_graph(store: HypergraphStore, evidence: EvidencePackage) -> VizGraph:
     """The structure behind one answer: the package's hyperedges, else those evidenced in its chunks."""
     edge_ids = [hit.hyperedge.edge_id for hit in evidence.hyperedges]
     if not edge_ids:

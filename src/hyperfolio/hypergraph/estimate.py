@@ -20,17 +20,17 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from hyperfolio.build.extract import PageUnit
-from hyperfolio.build.extract_llm import LLMExtractor, PageExtraction
-from hyperfolio.build.extract_offline import OfflineExtractor
-from hyperfolio.build.merge import MergedGraph, merge
-from hyperfolio.build.reconcile import OfflineDetector, detection_batches
-from hyperfolio.build.reconcile_llm import DetectReply, LLMDetector, LLMResolver, ResolveReply
-from hyperfolio.build.refine import NOT_ANCHORS, select_anchors
-from hyperfolio.build.summarise import STAGE as SUMMARY_STAGE
-from hyperfolio.build.summarise import DescriptionSummariser, Summary
-from hyperfolio.build.themes_llm import LLMThemer, ThemeReply
 from hyperfolio.config import BuildOptions
+from hyperfolio.hypergraph.extract import PageUnit
+from hyperfolio.hypergraph.extract_llm import LLMExtractor, PageExtraction
+from hyperfolio.hypergraph.extract_offline import OfflineExtractor
+from hyperfolio.hypergraph.merge import MergedGraph, merge
+from hyperfolio.hypergraph.reconcile import OfflineDetector, detection_batches
+from hyperfolio.hypergraph.reconcile_llm import DetectReply, LLMDetector, LLMResolver, ResolveReply
+from hyperfolio.hypergraph.refine import NOT_ANCHORS, select_anchors
+from hyperfolio.hypergraph.summarise import STAGE as SUMMARY_STAGE
+from hyperfolio.hypergraph.summarise import DescriptionSummariser, Summary
+from hyperfolio.hypergraph.themes_llm import LLMThemer, ThemeReply
 from hyperfolio.model import Document
 from hyperfolio.models.budget import call_budget, schema_overhead
 from hyperfolio.models.server_profile import ServerProfile

@@ -136,8 +136,8 @@ def test_answer_extraction_step_for_exact_match(llm_server):
 
 
 def test_overlapping_anchors_are_refined_in_one_call(llm_server):
-    from hyperfolio.build.refine import StarEdge, group_anchors
-    from hyperfolio.build.refine_llm import LLMRefiner
+    from hyperfolio.hypergraph.refine import StarEdge, group_anchors
+    from hyperfolio.hypergraph.refine_llm import LLMRefiner
     from hyperfolio.model import Entity, Hyperedge
     from hyperfolio.models.registry import ModelSet
 
@@ -183,8 +183,8 @@ def test_overlapping_anchors_are_refined_in_one_call(llm_server):
 
 
 def test_merged_descriptions_are_summarised_by_the_model(llm_server):
-    from hyperfolio.build.merge import MergedEntity, MergedGraph
-    from hyperfolio.build.summarise import DescriptionSummariser
+    from hyperfolio.hypergraph.merge import MergedEntity, MergedGraph
+    from hyperfolio.hypergraph.summarise import DescriptionSummariser
     from hyperfolio.models.registry import ModelSet
 
     llm_server.handler = lambda request: Reply.json({"description": "Rotterdam is Osprey's home port and hub."})

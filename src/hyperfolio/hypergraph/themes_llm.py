@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hyperfolio.build.layers import ChunkTheme, OfflineThemer, chunk_text
-from hyperfolio.build.ledger import BuildLedger
+from hyperfolio.hypergraph.layers import ChunkTheme, OfflineThemer, chunk_text
+from hyperfolio.hypergraph.ledger import BuildLedger
 from hyperfolio.model import Chunk
 from hyperfolio.models.errors import ModelCallError, ModelUnavailableError
 from hyperfolio.models.messages import system_message, user_message

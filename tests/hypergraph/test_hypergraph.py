@@ -7,9 +7,9 @@ import sqlite3
 import pytest
 
 from hyperfolio import Collection, Settings
-from hyperfolio.build.extract import PageUnit
-from hyperfolio.build.extract_offline import OfflineExtractor
-from hyperfolio.build.merge import merge
+from hyperfolio.hypergraph.extract import PageUnit
+from hyperfolio.hypergraph.extract_offline import OfflineExtractor
+from hyperfolio.hypergraph.merge import merge
 from hyperfolio.model import Chunk
 
 FLEET = (

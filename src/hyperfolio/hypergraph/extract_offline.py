@@ -15,8 +15,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from hyperfolio.build.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
-from hyperfolio.build.facts_offline import ConceptNamer, column_relation, header_concept, relation_label
+from hyperfolio.hypergraph.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
+from hyperfolio.hypergraph.facts_offline import ConceptNamer, column_relation, header_concept, relation_label
 from hyperfolio.model import Chunk
 from hyperfolio.phrases import Phrase, content_words, find_phrases, key_phrases, normalize_name, sentences
 
@@ -241,10 +241,12 @@ class OfflineExtractor:
             members = [table_name]
             roles = {table_name: "table"}
             key = ""
+            key_cell = ""  # the row's key as written; set whenever `key` is
             if key_col is not None:
+                key_cell = cells[key_col]
                 key_concept = header_concept(headers[key_col]) if key_col < len(headers) else ""
                 row_text = f"row of {label}: " + " | ".join(cells)
-                key = entity(cells[key_col], "table_key", "table", chunk, row_text, 1.1, key_concept)
+                key = entity(key_cell, "table_key", "table", chunk, row_text, 1.1, key_concept)
                 members.append(key)
                 roles[key] = "row"
             for col, cell in enumerate(cells):
@@ -260,12 +262,12 @@ class OfflineExtractor:
                             kind,
                             "table",
                             chunk,
-                            f"{headers[col]} of {cells[key_col]} in {label}",
+                            f"{headers[col]} of {key_cell} in {label}",
                             0.75,
                             header_concept(headers[col]),
                         )
                         if value and value != key:
-                            evidence = f"{label}: {cells[key_col]} — {headers[col]}: {cell}"
+                            evidence = f"{label}: {key_cell} — {headers[col]}: {cell}"
                             graph.edges.append(
                                 self._fact(key, column_relation(headers[col]), value, evidence, chunk, 1.0)
                             )

@@ -12,12 +12,12 @@ from fake_openai_server import Reply
 from hyperfolio import Collection, Settings
 from hyperfolio.answer import ExtractiveAnswerer
 from hyperfolio.answer_llm import LLMAnswerer
-from hyperfolio.build.extract import HIGH, LOW, REFINE, PageUnit
-from hyperfolio.build.extract_llm import LLMExtractor
-from hyperfolio.build.extract_offline import OfflineExtractor
-from hyperfolio.build.refine import PageContext, StarEdge
-from hyperfolio.build.refine_llm import LLMRefiner
 from hyperfolio.config import BuildOptions, ModelOptions, ParseOptions
+from hyperfolio.hypergraph.extract import HIGH, LOW, REFINE, PageUnit
+from hyperfolio.hypergraph.extract_llm import LLMExtractor
+from hyperfolio.hypergraph.extract_offline import OfflineExtractor
+from hyperfolio.hypergraph.refine import PageContext, StarEdge
+from hyperfolio.hypergraph.refine_llm import LLMRefiner
 from hyperfolio.model import Chunk, Citation, Entity, EvidenceItem, EvidencePackage, Hyperedge
 from hyperfolio.models.openai_compat import OpenAICompatClient
 from hyperfolio.models.usage import UsageMeter, read_usage

@@ -11,7 +11,7 @@ import logging
 
 from pydantic import BaseModel
 
-from hyperfolio.build.merge import MergedEntity, MergedGraph
+from hyperfolio.hypergraph.merge import MergedEntity, MergedGraph
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.phrases import one_line
 

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from hyperfolio import Collection, Settings
-from hyperfolio.build.reconcile import Fact, OfflineDetector, OfflineResolver, candidate_groups
+from hyperfolio.hypergraph.reconcile import Fact, OfflineDetector, OfflineResolver, candidate_groups
 
 # Page 1 states a figure and assigns a route to its system in a table; page 2 contradicts both
 # (the figure, and the route assigned to another system - the paper's Rhine-Ruhr case) and gives

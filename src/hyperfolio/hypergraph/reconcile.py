@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hyperfolio.build.extract import FACT
-from hyperfolio.build.facts_offline import years_in
-from hyperfolio.build.merge import MergedGraph
+from hyperfolio.hypergraph.extract import FACT
+from hyperfolio.hypergraph.facts_offline import years_in
+from hyperfolio.hypergraph.merge import MergedGraph
+from hyperfolio.model import Decision
 from hyperfolio.phrases import content_words, first_number, normalize_name
-from hyperfolio.store.concept_tables import RECONCILE_COUNTS, Decision
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store.base import DocumentStore, HypergraphStore, Store
+from hyperfolio.store.concept_tables import RECONCILE_COUNTS
 
 MUTUAL, TEMPORAL, GRANULARITY = "mutual", "temporal", "granularity"
 # Relations that give their head one value at a time: membership, place, identity, ownership.
@@ -338,11 +339,11 @@ def detection_batches(merged: MergedGraph, tables: set[str]) -> list[list[list[F
     return batches
 
 
-def _table_chunks(store: SQLiteStore, chunk_ids: Sequence[str]) -> set[str]:
+def _table_chunks(store: DocumentStore, chunk_ids: Sequence[str]) -> set[str]:
     return {c.chunk_id for c in store.get_chunks(chunk_ids) if c.modality == "table"}
 
 
-def _stored_facts(store: SQLiteStore, heads: Sequence[str], exclude: set[str]) -> list[Fact]:
+def _stored_facts(store: Store, heads: Sequence[str], exclude: set[str]) -> list[Fact]:
     rows = [r for r in store.facts_about(heads) if r.edge_id not in exclude]
     tables = _table_chunks(store, [c for r in rows for c in r.chunks])
     entities = {e.entity_id: e for e in store.get_entities(list({i for r in rows for i in (r.head_id, r.tail_id)}))}
@@ -369,7 +370,7 @@ def _stored_facts(store: SQLiteStore, heads: Sequence[str], exclude: set[str]) -
 
 
 def reconcile(
-    store: SQLiteStore,
+    store: Store,
     merged: MergedGraph,
     doc_id: str,
     detector: ConflictDetector,
@@ -446,13 +447,13 @@ def reconcile(
     return report
 
 
-def store_fact_ids(store: SQLiteStore, facts: Sequence[Fact]) -> list[str]:
+def store_fact_ids(store: HypergraphStore, facts: Sequence[Fact]) -> list[str]:
     """Which of these fact ids the collection already holds (the same fact from another document)."""
     found = store.get_hyperedges([f.edge_id for f in facts])
     return [e.edge_id for e in found]
 
 
-def _drop(store: SQLiteStore, merged: MergedGraph, dropped: list[Fact], every: list[Fact]) -> None:
+def _drop(store: Store, merged: MergedGraph, dropped: list[Fact], every: list[Fact]) -> None:
     """Remove dropped facts, and each (entity, chunk) evidence link that only dropped facts supported."""
     if not dropped:
         return

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from hyperfolio.build.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
-from hyperfolio.build.extract_offline import OfflineExtractor
-from hyperfolio.build.facts_offline import ConceptNamer, concept_name
-from hyperfolio.build.ledger import BuildLedger, page_item
+from hyperfolio.hypergraph.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
+from hyperfolio.hypergraph.extract_offline import OfflineExtractor
+from hyperfolio.hypergraph.facts_offline import ConceptNamer, concept_name
+from hyperfolio.hypergraph.ledger import BuildLedger, page_item
 from hyperfolio.model import Chunk
 from hyperfolio.models.budget import call_budget, schema_overhead, tokens_of
 from hyperfolio.models.errors import ModelCallError, ModelContextError, ModelUnavailableError
@@ -339,7 +339,8 @@ class LLMExtractor:
         head = [f"Document: {unit.title or unit.doc_id}", f"Page: {unit.page}"]
         if sections:
             head.append("Section: " + " | ".join(sections[:4]))
-        body, used = [], 0
+        body: list[str] = []
+        used = 0
         for number, chunk in enumerate(chunks, 1):
             block = self._render_chunk(number, chunk, min(self.max_chunk_chars, room))
             if used + len(block) > room and body:

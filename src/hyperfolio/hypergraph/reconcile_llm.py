@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from hyperfolio.build.reconcile import (
+from hyperfolio.hypergraph.reconcile import (
     GRANULARITY,
     MUTUAL,
     TEMPORAL,

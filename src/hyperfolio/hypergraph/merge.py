@@ -6,7 +6,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from hyperfolio.build.extract import FACT, ExtractedEdge, ExtractedEntity, PageGraph
+from hyperfolio.hypergraph.extract import FACT, ExtractedEdge, ExtractedEntity, PageGraph
 from hyperfolio.phrases import normalize_name
 
 _DEFINITION = re.compile(r"([A-Z][\w\-]*(?:\s+(?:of|for|and|the|[A-Z][\w\-]*)){1,8})\s+\(([A-Z][A-Za-z0-9\-]{1,9})\)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hyperfolio.build.refine import page_breaks, select_anchors
+from hyperfolio.hypergraph.refine import page_breaks, select_anchors
 
 
 def pages_of(doc: str, *numbers: int) -> set[tuple[str, int]]:

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hyperfolio.build.extract import REFINE, ExtractedEdge
-from hyperfolio.build.refine import STAR_EDGES, OfflineRefiner, PageContext, StarEdge, spread_over_pages
+from hyperfolio.hypergraph.extract import REFINE, ExtractedEdge
+from hyperfolio.hypergraph.refine import STAR_EDGES, OfflineRefiner, PageContext, StarEdge, spread_over_pages
 from hyperfolio.model import Entity
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.protocols import StructuredChatModel
@@ -98,7 +98,7 @@ class LLMRefiner:
         room = self.max_edges
         said: set[str] = set()
         for heading, edges in sections:
-            ranked = []
+            ranked: list[StarEdge] = []
             for star in sorted(edges, key=lambda s: (-s.edge.strength, -len(s.names), s.edge.edge_id)):
                 # One sentence often yields a group edge and a pair edge: list the statement once.
                 key = normalize_name(star.edge.description)
@@ -165,9 +165,9 @@ class LLMRefiner:
         for relation in reply.relations[: self.max_relations]:
             members: list[str] = [anchor_id] if anchor_id else []
             for name in relation.members:
-                entity_id = name if name in names else by_name.get(normalize_name(name))
-                if entity_id and entity_id not in members:
-                    members.append(entity_id)
+                member_id = name if name in names else by_name.get(normalize_name(name))
+                if member_id and member_id not in members:
+                    members.append(member_id)
             if len(members) < 2:
                 continue
             sources = [shown[n - 1] for n in relation.sources if 1 <= n <= len(shown)]
@@ -211,8 +211,8 @@ class LLMRefiner:
             return {anchor.entity_id: self.refine_anchor(anchor, star)}
         union: dict[str, StarEdge] = {}
         for _, star in group:
-            for edge in spread_over_pages(star, self.max_star_edges):
-                union.setdefault(edge.edge.edge_id, edge)
+            for star_edge in spread_over_pages(star, self.max_star_edges):
+                union.setdefault(star_edge.edge.edge_id, star_edge)
         about = "; ".join(a.name + (f" ({a.type})" if a.type else "") for a, _ in group)
         focus = (
             f"Anchor entities, each found on several pages: {about}\n"

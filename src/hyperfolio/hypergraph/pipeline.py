@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hyperfolio.build.extract import Extractor, PageUnit
-from hyperfolio.build.layers import THEME, OfflineThemer, Themer, build_theme_layer, update_concept_layer
-from hyperfolio.build.merge import MergedGraph, merge
-from hyperfolio.build.reconcile import (
+from hyperfolio.config import BuildOptions
+from hyperfolio.hypergraph.extract import Extractor, PageUnit
+from hyperfolio.hypergraph.layers import THEME, OfflineThemer, Themer, build_theme_layer, update_concept_layer
+from hyperfolio.hypergraph.merge import MergedGraph, merge
+from hyperfolio.hypergraph.reconcile import (
     ConflictDetector,
     ConflictResolver,
     OfflineDetector,
@@ -19,12 +20,10 @@ from hyperfolio.build.reconcile import (
     ReconcileReport,
     reconcile,
 )
-from hyperfolio.build.refine import Refiner, RefineReport, refine_anchors, refine_pages
-from hyperfolio.config import BuildOptions
+from hyperfolio.hypergraph.refine import Refiner, RefineReport, refine_anchors, refine_pages
 from hyperfolio.model import Entity, Hyperedge
 from hyperfolio.models.protocols import Embedder
-from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, scoped_key
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, GraphStore, Store, scoped_key
 from hyperfolio.timing import StageTimes
 
 
@@ -38,7 +37,7 @@ class GraphReport:
     concepts: int = 0
     themes: int = 0
     seconds: float = 0.0
-    offline: int = 0  # parts built offline because the model failed (build/ledger.py)
+    offline: int = 0  # parts built offline because the model failed (hypergraph/ledger.py)
 
 
 def entity_text(entity: Entity) -> str:
@@ -50,7 +49,7 @@ def edge_text(edge: Hyperedge) -> str:
     return edge.description + (" — " + ", ".join(edge.keywords) if edge.keywords else "")
 
 
-def embed_graph_items(store: SQLiteStore, embedder: Embedder, doc_id: str, extra_edges: Sequence[str] = ()) -> None:
+def embed_graph_items(store: GraphStore, embedder: Embedder, doc_id: str, extra_edges: Sequence[str] = ()) -> None:
     """Vectors for the document's entities and hyperedges, one per document each item is evidenced in.
 
     `extra_edges` are hyperedges made while adding this document whose evidence may lie only in
@@ -75,7 +74,7 @@ def embed_graph_items(store: SQLiteStore, embedder: Embedder, doc_id: str, extra
 
 
 def build_document_graph(
-    store: SQLiteStore,
+    store: Store,
     doc_id: str,
     title: str,
     extractor: Extractor,

@@ -17,11 +17,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hyperfolio.build.extract import HIGH, LOW, REFINE, ExtractedEdge
-from hyperfolio.build.merge import edge_id
+from hyperfolio.hypergraph.extract import HIGH, LOW, REFINE, ExtractedEdge
+from hyperfolio.hypergraph.merge import edge_id
 from hyperfolio.model import Entity, Hyperedge
 from hyperfolio.phrases import content_words
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store.base import HypergraphStore
 
 
 @dataclass
@@ -127,7 +127,7 @@ def star_name(star: list[StarEdge], entity: str) -> str:
     return entity
 
 
-def load_star(store: SQLiteStore, edge_ids: list[str]) -> list[StarEdge]:
+def load_star(store: HypergraphStore, edge_ids: list[str]) -> list[StarEdge]:
     edges = store.get_hyperedges(edge_ids)
     members = list({m for e in edges for m, _ in e.members})
     names = {e.entity_id: e.name for e in store.get_entities(members)}
@@ -243,7 +243,7 @@ def select_anchors(pages: dict[str, set[tuple[str, int]]], names: dict[str, str]
 
 
 def refine_anchors(
-    store: SQLiteStore,
+    store: HypergraphStore,
     refiner: Refiner,
     candidates: list[str],
     min_pages: int,
@@ -291,7 +291,7 @@ def refine_anchors(
     return report
 
 
-def refine_pages(store: SQLiteStore, refiner: Refiner, doc_id: str) -> RefineReport:
+def refine_pages(store: HypergraphStore, refiner: Refiner, doc_id: str) -> RefineReport:
     """The cost baseline: every page of a document re-examined with its neighbours' edges."""
     report = RefineReport()
     by_page: dict[int, list[str]] = {}

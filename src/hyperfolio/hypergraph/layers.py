@@ -18,12 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from hyperfolio.build.merge import edge_id
+from hyperfolio.hypergraph.merge import edge_id
 from hyperfolio.model import Chunk, Hyperedge
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.phrases import content_words
-from hyperfolio.store.base import CONCEPT_SPACE, RELATION_SPACE, THEME_SPACE, scoped_key
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store.base import CONCEPT_SPACE, RELATION_SPACE, THEME_SPACE, GraphStore, Store, scoped_key
 
 MEMBERS_SHOWN = 8  # entity names embedded with a concept's name
 
@@ -32,7 +31,7 @@ def relation_text(relation: str) -> str:
     return relation.replace("_", " ").strip()
 
 
-def update_concept_layer(store: SQLiteStore, embedder: Embedder, doc_id: str, extra: Sequence[str] = ()) -> int:
+def update_concept_layer(store: Store, embedder: Embedder, doc_id: str, extra: Sequence[str] = ()) -> int:
     """Recompute the concepts the document touches (and `extra` ones, e.g. from a removed document),
     then embed the document's concepts and relations. Returns how many concepts it has."""
     touched = list(dict.fromkeys([*store.document_concepts(doc_id), *extra]))
@@ -126,7 +125,7 @@ def chunk_text(chunk: Chunk) -> str:
     return chunk.text
 
 
-def build_theme_layer(store: SQLiteStore, embedder: Embedder, doc_id: str, themer: Themer) -> int:
+def build_theme_layer(store: GraphStore, embedder: Embedder, doc_id: str, themer: Themer) -> int:
     """A theme hyperedge per chunk over its key entities, stored as level "theme" and embedded."""
     chunks = [c for c in store.iter_chunks(doc_id) if not c.placeholder]
     entity_rows = store.chunk_entities(doc_id)
