@@ -34,8 +34,14 @@ console = Console()
 errors = Console(stderr=True)
 
 CollectionOpt = Annotated[
-    Path,
-    typer.Option("--collection", "-c", envvar="HYPERFOLIO_COLLECTION", help="Collection directory.", show_default=True),
+    str,
+    typer.Option(
+        "--collection",
+        "-c",
+        envvar="HYPERFOLIO_COLLECTION",
+        help="Collection directory, or a PostgreSQL URL (postgresql://user@host/db).",
+        show_default=True,
+    ),
 ]
 ModeOpt = Annotated[
     str | None,
@@ -59,7 +65,7 @@ ServerOpt = Annotated[
 ]
 
 
-def _open(collection: Path) -> Collection:
+def _open(collection: str) -> Collection:
     return Collection(collection)
 
 
@@ -166,7 +172,7 @@ class _BarProgress(AddProgress):
 @app.command()
 def add(
     paths: Annotated[list[str], typer.Argument(help="Files, folders or glob patterns.")],
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
     workers: Annotated[
         int | None,
         typer.Option(
@@ -261,7 +267,7 @@ def _print_answer(answer: dict[str, Any]) -> None:
 def _ask_service(
     url: str,
     kind: str,
-    collection: Path,
+    collection: str,
     question: str,
     mode: str | None,
     k: int | None,
@@ -274,7 +280,7 @@ def _ask_service(
     client = ServiceClient(url, os.environ.get("HYPERFOLIO_API_KEY", ""))
     try:
         method = client.ask if kind == "ask" else client.retrieve
-        return method(collection.name, question, mode=mode, k=k, doc=doc, options=_knobs(knobs, mode))
+        return method(Path(collection).name, question, mode=mode, k=k, doc=doc, options=_knobs(knobs, mode))
     except HyperfolioError as exc:
         _fail(str(exc))
     finally:
@@ -284,7 +290,7 @@ def _ask_service(
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
     mode: ModeOpt = None,
     doc: DocOpt = None,
     k: KOpt = None,
@@ -309,7 +315,7 @@ def ask(
 @app.command()
 def retrieve(
     question: Annotated[str, typer.Argument(help="The question.")],
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
     mode: ModeOpt = None,
     doc: DocOpt = None,
     k: KOpt = None,
@@ -329,7 +335,7 @@ def retrieve(
 
 
 @app.command()
-def stats(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
+def stats(collection: CollectionOpt = str(DEFAULT_COLLECTION), as_json: JsonOpt = False) -> None:
     """Counts of documents, pages, chunks and index sizes."""
     col = _open(collection)
     data = col.stats()
@@ -375,7 +381,7 @@ def _say_offline_parts(col: Collection) -> None:
 @app.command()
 def estimate(
     paths: Annotated[list[str], typer.Argument(help="Files, folders or glob patterns.")],
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
     as_json: JsonOpt = False,
 ) -> None:
     """Model calls, tokens, time and price that adding these files would take (nothing is added)."""
@@ -407,7 +413,7 @@ def estimate(
 
 @app.command()
 def build(
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild every document's hypergraph.")] = False,
     retry_model: Annotated[
         bool,
@@ -428,7 +434,7 @@ def build(
 
 @app.command()
 def conflicts(
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
     doc: Annotated[str | None, typer.Option("--doc", "-d", help="Only this document's decisions.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -459,7 +465,7 @@ def conflicts(
 @app.command()
 def viz(
     out: Annotated[Path, typer.Option("--out", "-o", help="File to write: .png, .svg or .html (interactive).")],
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
     doc: Annotated[str | None, typer.Option("--doc", "-d", help="Draw a document's hypergraph.")] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", help="Draw the evidence behind a question.")] = None,
     entity: Annotated[str | None, typer.Option("--entity", "-e", help="Draw an entity's neighbourhood.")] = None,
@@ -485,7 +491,7 @@ def viz(
 
 @app.command(name="probe-layouts")
 def probe_layouts(
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
     k: Annotated[int, typer.Option("--k", "-k", help="Probes per layout pair.")] = 15,
     doc: Annotated[str | None, typer.Option("--doc", "-d", help="Make the probes from this document.")] = None,
 ) -> None:
@@ -500,7 +506,7 @@ def probe_layouts(
 
 
 @app.command(name="list")
-def list_documents(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
+def list_documents(collection: CollectionOpt = str(DEFAULT_COLLECTION), as_json: JsonOpt = False) -> None:
     """List the indexed documents."""
     col = _open(collection)
     docs = col.documents()
@@ -523,7 +529,7 @@ def list_documents(collection: CollectionOpt = DEFAULT_COLLECTION, as_json: Json
 @app.command()
 def remove(
     refs: Annotated[list[str], typer.Argument(help="Document ids, file names or titles.")],
-    collection: CollectionOpt = DEFAULT_COLLECTION,
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
 ) -> None:
     """Remove documents and everything only they supported."""
     col = _open(collection)
@@ -552,7 +558,7 @@ def demo(
     collection.mkdir(parents=True, exist_ok=True)
     pdf = write_sample_report(collection / "sample-report.pdf")
     console.print(f"sample document: {pdf}")
-    col = _open(collection)
+    col = _open(str(collection))
     report = col.add([pdf])
     for result in report.results:
         console.print(f"{result.status}: {Path(result.path).name} ({result.pages} pages, {result.chunks} chunks)")

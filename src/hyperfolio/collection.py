@@ -42,7 +42,7 @@ from hyperfolio.retrieve.evidence import regroup
 from hyperfolio.retrieve.features import Candidates, candidate_features
 from hyperfolio.retrieve.keywords import Decomposer, OfflineDecomposer
 from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
-from hyperfolio.store import Store, open_store, remove_store, store_exists
+from hyperfolio.store import Store, is_server_location, local_folder, open_store, remove_store, store_exists
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.timing import StageTimes
 
@@ -156,10 +156,19 @@ class Collection:
         settings: Settings | None = None,
         embedder: Embedder | None = None,
         answerer: Answerer | None = None,
+        folder: str | Path | None = None,
     ) -> None:
-        self.path = Path(path).expanduser()
+        # A directory, or a database URL (postgresql://...): then the files beside the store (page
+        # images, settings, the model-reply cache, the ranker) live in `folder`, by default a local
+        # folder named after the database.
+        server = is_server_location(path)
+        self.location = str(path) if server else str(Path(path).expanduser())
+        if server:
+            self.path = Path(folder).expanduser() if folder is not None else local_folder(self.location)
+        else:
+            self.path = Path(self.location)
         self.settings = settings or Settings.load(self.path / "settings.toml")
-        self.store: Store = open_store(self.path)
+        self.store: Store = open_store(self.location)
         self._embedder = embedder
         self._graph_embedder: Embedder | None = None
         self._answerer = answerer
@@ -876,7 +885,7 @@ class Collection:
         embedder = self.embedder
         if embed_threads is not None:
             embedder = make_embedder(self.embedder_name, self.settings.embed_batch, threads=embed_threads)
-        twin = Collection(self.path, self.settings, embedder=embedder, answerer=self._answerer)
+        twin = Collection(self.location, self.settings, embedder=embedder, answerer=self._answerer, folder=self.path)
         twin._graph_embedder = self.graph_embedder
         return twin
 

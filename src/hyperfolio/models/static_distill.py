@@ -86,7 +86,10 @@ def distill(
     spec = json.loads((model_dir / "tokenizer.json").read_text())
     kept = kept_vocabulary(spec, settings.remove_pattern)
     template = encoder.tokenizer.encode(spec["model"]["unk_token"]).ids  # e.g. [CLS] [UNK] [SEP]
-    at = template.index(encoder.tokenizer.token_to_id(spec["model"]["unk_token"]))
+    unknown = encoder.tokenizer.token_to_id(spec["model"]["unk_token"])
+    if unknown is None:
+        raise ValueError(f"{model_dir}: the tokenizer has no id for its own unknown token")
+    at = template.index(unknown)
     ids = [[*template[:at], i, *template[at + 1 :]] for _, i in kept]
 
     vectors = np.nan_to_num(encoder.encode_ids(ids, batch_size=settings.batch_size))

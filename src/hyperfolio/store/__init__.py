@@ -1,13 +1,17 @@
 """The store port: `open_store(location)` picks the backend for a collection's location.
 
-A directory is an embedded SQLite collection. Backends are imported only when chosen, so the
-default install needs no database driver.
+A directory is an embedded SQLite collection; a `postgresql://` URL is a PostgreSQL database with
+pgvector (one database per collection). Backends are imported only when chosen, so the default
+install needs no database driver.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from hyperfolio.config import DEFAULT_COLLECTION
 from hyperfolio.errors import StoreError
 from hyperfolio.store.base import Store
 
@@ -18,10 +22,25 @@ def is_server_location(location: str | Path) -> bool:
     return str(location).startswith(SERVER_SCHEMES)
 
 
+def local_folder(location: str) -> Path:
+    """Where a server-backed collection keeps its local files: one folder per host, port and database
+    under the user's data directory (never the password)."""
+    parts = urlsplit(location)
+    name = "_".join(p for p in (parts.hostname or "local", str(parts.port or ""), parts.path.strip("/")) if p)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:120] or "server"
+    return DEFAULT_COLLECTION.parent / "servers" / safe
+
+
 def open_store(location: str | Path) -> Store:
     """The store at `location` (created when missing)."""
     if is_server_location(location):
-        raise StoreError(f"{location}: the PostgreSQL backend is not available yet; use a directory")
+        try:
+            from hyperfolio.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise StoreError(
+                f"{location}: a PostgreSQL collection needs pip install 'hyperfolio[postgres]' ({exc.name} is missing)"
+            ) from exc
+        return PostgresStore(str(location))
     from hyperfolio.store.sqlite import SQLiteStore
 
     return SQLiteStore(Path(location).expanduser())
@@ -30,7 +49,9 @@ def open_store(location: str | Path) -> Store:
 def store_exists(location: str | Path) -> bool:
     """Whether a store is there already (opening one that is not would create it)."""
     if is_server_location(location):
-        return False
+        from hyperfolio.store.postgres import store_exists as server_store_exists
+
+        return server_store_exists(str(location))
     from hyperfolio.store.sqlite import DB_NAME
 
     return (Path(location).expanduser() / DB_NAME).is_file()
@@ -39,11 +60,14 @@ def store_exists(location: str | Path) -> bool:
 def remove_store(location: str | Path) -> None:
     """Delete the store at `location` (a collection variant being rebuilt); closed stores only."""
     if is_server_location(location):
-        raise StoreError(f"{location}: dropping a server database is not done from here")
+        from hyperfolio.store.postgres import remove_store as remove_server_store
+
+        remove_server_store(str(location))
+        return
     from hyperfolio.store.sqlite import DB_NAME
 
     for suffix in ("", "-wal", "-shm"):
         (Path(location).expanduser() / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
 
 
-__all__ = ["Store", "is_server_location", "open_store", "remove_store", "store_exists"]
+__all__ = ["Store", "is_server_location", "local_folder", "open_store", "remove_store", "store_exists"]

@@ -520,11 +520,15 @@ class SQLiteStore(ConceptTables):
         else:
             rows = None
             scores = vm.matrix @ query
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top])]
-        ids = rows[top] if rows is not None else top
-        return [(vm.ids[int(i)], float(scores[int(t)])) for i, t in zip(ids, top, strict=True)]
+        stored = rows if rows is not None else np.arange(len(scores))
+        if k < len(scores):  # every item scoring at least the k-th best, ties at the boundary included
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            candidates = np.flatnonzero(scores >= kth)
+        else:
+            candidates = np.arange(len(scores))
+        # Best first; equal scores in the order the vectors were stored, as every backend breaks ties.
+        top = candidates[np.lexsort((stored[candidates], -scores[candidates]))][:k]
+        return [(vm.ids[int(stored[t])], float(scores[t])) for t in top]
 
     def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]:
         """Similarity of `vector` to the stored vectors of these items (items without one are left out)."""
