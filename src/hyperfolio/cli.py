@@ -545,6 +545,60 @@ def remove(
         raise typer.Exit(1)
 
 
+def _print_bundle(report: Any) -> None:
+    for name, count in report.counts.items():
+        console.print(f"{name}: {count}")
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+
+
+@app.command(name="export")
+def export(
+    out_dir: Annotated[Path, typer.Argument(help="New directory for the bundle (JSON Lines, HIF, GraphML).")],
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+) -> None:
+    """Write a collection as a bundle another backend can import."""
+    from hyperfolio.store import store_exists
+    from hyperfolio.store.bundle import export_bundle
+
+    if not store_exists(collection):  # opening it would create an empty one
+        _fail(f"{collection}: no collection there")
+    col = _open(collection)
+    try:
+        report = export_bundle(col.store, out_dir, files=col.path)
+    except HyperfolioError as exc:
+        _fail(str(exc))
+    finally:
+        col.close()
+    console.print(f"exported to {out_dir}")
+    _print_bundle(report)
+
+
+@app.command(name="import")
+def import_(
+    bundle_dir: Annotated[Path, typer.Argument(help="A bundle written by `hyperfolio export`.")],
+    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+) -> None:
+    """Load a bundle into a new, empty collection (chunk vectors are re-embedded)."""
+    from hyperfolio.store.bundle import embed_chunks_with, import_bundle, read_manifest
+
+    if not bundle_dir.is_dir():
+        _fail(f"{bundle_dir}: no such directory")
+    try:
+        read_manifest(bundle_dir)  # before opening the target, which would create it
+    except HyperfolioError as exc:
+        _fail(str(exc))
+    col = _open(collection)
+    try:
+        report = import_bundle(col.store, bundle_dir, embed=embed_chunks_with(col), files=col.path)
+    except HyperfolioError as exc:
+        _fail(str(exc))
+    finally:
+        col.close()
+    console.print(f"imported into {collection}")
+    _print_bundle(report)
+
+
 @app.command()
 def demo(
     collection: Annotated[

@@ -165,6 +165,8 @@ class Collection:
         self.location = str(path) if server else str(Path(path).expanduser())
         if server:
             self.path = Path(folder).expanduser() if folder is not None else local_folder(self.location)
+            # Made now: the model cache treats a path that is not a directory as its database file.
+            self.path.mkdir(parents=True, exist_ok=True)
         else:
             self.path = Path(self.location)
         self.settings = settings or Settings.load(self.path / "settings.toml")

@@ -31,6 +31,7 @@ HYPEREDGE_SPACE = "hyperedge"  # hyperedges, one vector per (hyperedge, document
 CONCEPT_SPACE = "concept"  # concept nodes, one vector per (concept, document)
 RELATION_SPACE = "relation"  # concept-level relation labels, one vector per (relation, document)
 THEME_SPACE = "theme"  # chunk themes (the top layer), one vector per (theme, document)
+SPACES = (CHUNK_SPACE, ENTITY_SPACE, HYPEREDGE_SPACE, CONCEPT_SPACE, RELATION_SPACE, THEME_SPACE)
 
 
 def scoped_key(item_id: str, doc_id: str) -> str:
@@ -86,6 +87,10 @@ class DocumentStore(Protocol):
         """Store vectors for (item_id, doc_id) pairs in one transaction."""
 
     def missing_vectors(self, space: str, doc_id: str) -> list[Chunk]: ...
+
+    def iter_vectors(self, space: str) -> Iterable[tuple[str, str, np.ndarray]]:
+        """Every stored (item_id, doc_id, vector) of a space, in the order they were stored."""
+        ...
 
     def clear_vectors(self, space: str) -> None: ...
 

@@ -779,6 +779,10 @@ class PostgresStore:
         )
         return [_row_chunk(r) for r in rows]
 
+    def iter_vectors(self, space: str) -> Iterable[tuple[str, str, np.ndarray]]:
+        rows = self._query("SELECT item_id, doc_id, vec FROM vectors WHERE space = %s ORDER BY seq", (space,))
+        return [(item, doc, np.asarray(vec.to_numpy(), dtype=np.float32)) for item, doc, vec in rows]
+
     def clear_vectors(self, space: str) -> None:
         with self.transaction() as cur:
             cur.execute("DELETE FROM vectors WHERE space = %s", (space,))

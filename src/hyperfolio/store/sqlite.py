@@ -470,6 +470,10 @@ class SQLiteStore(ConceptTables):
         )
         return [_row_chunk(r) for r in rows]
 
+    def iter_vectors(self, space: str) -> Iterable[tuple[str, str, np.ndarray]]:
+        rows = self._query("SELECT item_id, doc_id, vec FROM vectors WHERE space = ? ORDER BY rowid", (space,))
+        return [(item, doc, np.frombuffer(vec, dtype=np.float32)) for item, doc, vec in rows]
+
     def clear_vectors(self, space: str) -> None:
         with self.transaction() as db:
             db.execute("DELETE FROM vectors WHERE space = ?", (space,))
