@@ -579,7 +579,7 @@ def import_(
     bundle_dir: Annotated[Path, typer.Argument(help="A bundle written by `hyperfolio export`.")],
     collection: CollectionOpt = str(DEFAULT_COLLECTION),
 ) -> None:
-    """Load a bundle into a new, empty collection (chunk vectors are re-embedded)."""
+    """Load a bundle into a new, empty collection (vectors as exported; re-embedded if the bundle has none)."""
     from hyperfolio.store.bundle import embed_chunks_with, import_bundle, read_manifest
 
     if not bundle_dir.is_dir():
