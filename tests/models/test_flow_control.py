@@ -118,7 +118,7 @@ def test_unknown_single_slot_server_settles_at_one_request(fake_llm, client_for)
 
     def one_at_a_time(request):
         with slot:
-            time.sleep(0.15)
+            time.sleep(0.3)  # long beside the client's own work, so a busy machine's noise cannot pass for a gain
         return Reply.json({"name": "n" * 40})
 
     fake_llm.handler = one_at_a_time
