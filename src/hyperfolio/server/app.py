@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, File, Query, Request, Response, UploadFile
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, Field
 
@@ -186,7 +186,7 @@ def create_app(config: ServerConfig, library: Library | None = None) -> FastAPI:
             return problem_response(503, f"{lib.root} is not writable: {exc.strerror or exc}")
         if not warm.is_set():
             return problem_response(503, "loading the models and opening the collections; ready in a few seconds")
-        return _json({"status": "ready", "collections": len(lib.names()), "ingesting": queue.busy()})
+        return JSONResponse({"status": "ready", "collections": len(lib.names()), "ingesting": queue.busy()})
 
     # ------------------------------------------------------------------ collections
     @app.get("/api/collections", tags=["collections"], summary="Collections under the service's root.")
@@ -408,12 +408,6 @@ def _version() -> str:
         return version("hyperfolio")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         return "0"
-
-
-def _json(data: dict[str, Any]) -> Response:
-    from fastapi.responses import JSONResponse
-
-    return JSONResponse(data)
 
 
 def _doc(info: Any) -> dict[str, Any]:
