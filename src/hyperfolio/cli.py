@@ -559,13 +559,12 @@ def export(
 ) -> None:
     """Write a collection as a bundle another backend can import."""
     from hyperfolio.store import store_exists
-    from hyperfolio.store.bundle import export_bundle
 
     if not store_exists(collection):  # opening it would create an empty one
         _fail(f"{collection}: no collection there")
     col = _open(collection)
     try:
-        report = export_bundle(col.store, out_dir, files=col.path)
+        report = col.export_bundle(out_dir)
     except HyperfolioError as exc:
         _fail(str(exc))
     finally:
@@ -580,7 +579,7 @@ def import_(
     collection: CollectionOpt = str(DEFAULT_COLLECTION),
 ) -> None:
     """Load a bundle into a new, empty collection (vectors as exported; re-embedded if the bundle has none)."""
-    from hyperfolio.store.bundle import embed_chunks_with, import_bundle, read_manifest
+    from hyperfolio.store.bundle import read_manifest
 
     if not bundle_dir.is_dir():
         _fail(f"{bundle_dir}: no such directory")
@@ -590,7 +589,7 @@ def import_(
         _fail(str(exc))
     col = _open(collection)
     try:
-        report = import_bundle(col.store, bundle_dir, embed=embed_chunks_with(col), files=col.path)
+        report = col.import_bundle(bundle_dir)
     except HyperfolioError as exc:
         _fail(str(exc))
     finally:

@@ -33,7 +33,6 @@ from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.progress import ModelProgress
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.models.registry import ModelSet
-from hyperfolio.models.usage import read_usage
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file, quick_page_count
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.retrieve.base import with_knobs
@@ -44,11 +43,13 @@ from hyperfolio.retrieve.keywords import Decomposer, OfflineDecomposer
 from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
 from hyperfolio.store import Store, is_server_location, local_folder, open_store, remove_store, store_exists
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
+from hyperfolio.store.claims import Claims, describe
 from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:  # the language-model stages load only when a model is configured
     from hyperfolio.hypergraph.estimate import WorkEstimate
     from hyperfolio.hypergraph.summarise import DescriptionSummariser
+    from hyperfolio.store.bundle import BundleReport
     from hyperfolio.viz.probe import Choice
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,7 @@ class Collection:
         self.last_graph_report: GraphReport | None = None
         # One writer at a time per collection object: add and remove check, then write.
         self._lock = threading.RLock()
+        self.claims = Claims(self.store)  # documents this object is indexing, so other workers leave them be
 
     # ------------------------------------------------------------------ models
     @property
@@ -221,7 +223,7 @@ class Collection:
         """Language and vision model clients for the configured roles, sharing this collection's cache."""
         with self._lock:
             if self._models is None:
-                self._models = ModelSet(self.settings, self.path)
+                self._models = ModelSet(self.settings, self.location)
             return self._models
 
     def _usage_note(self) -> str:
@@ -422,6 +424,19 @@ class Collection:
             job.parse = self.store.document_by_hash(job.content_hash) is None
 
     def _add_one(self, job: FileJob, ahead: ParseAhead, progress: AddProgress) -> AddResult:
+        """Add one file under a claim on its content: another worker indexing it now makes this one pass."""
+        if job.error is not None or not job.content_hash:
+            return self._add_claimed(job, ahead, progress)
+        holder = self.claims.take(job.content_hash)
+        if holder is not None:
+            reason = f"being indexed by another worker ({describe(holder)}) right now"
+            return AddResult(str(job.path), "skipped", reason=reason)
+        try:
+            return self._add_claimed(job, ahead, progress)
+        finally:
+            self.claims.release(job.content_hash)
+
+    def _add_claimed(self, job: FileJob, ahead: ParseAhead, progress: AddProgress) -> AddResult:
         started = time.perf_counter()
         path = job.path
         result = AddResult(str(path), "added")
@@ -571,8 +586,15 @@ class Collection:
                     continue
                 if not (rebuild or info.doc_id in retry or not self.store.document_entities(info.doc_id)):
                     continue
-                progress.file_started(info.source)
-                reports.append(self._build_graph_of(info, progress, clear=info.doc_id in retry))
+                holder = self.claims.take(info.content_hash)
+                if holder is not None:
+                    log.warning("%s: not rebuilt, another worker (%s) is indexing it", info.source, describe(holder))
+                    continue
+                try:
+                    progress.file_started(info.source)
+                    reports.append(self._build_graph_of(info, progress, clear=info.doc_id in retry))
+                finally:
+                    self.claims.release(info.content_hash)
         return reports
 
     def variant(self, path: str | Path, settings: Settings) -> Collection:
@@ -772,7 +794,7 @@ class Collection:
         return estimate_work(
             documents,
             client.profile if client is not None else None,
-            history=read_usage(self.path),
+            history=self.models.usage.totals(),
             max_tokens=opts.max_tokens or None,
             build=self.settings.build,
             slots=client.link.limit.limit if client is not None else 1,
@@ -784,7 +806,7 @@ class Collection:
     def stats(self) -> dict[str, Any]:
         out = self.store.stats()
         out["embedder"] = self.store.get_meta("embedder") or self.settings.embedder
-        out["model_usage"] = {stage: asdict(usage) for stage, usage in read_usage(self.path).items()}
+        out["model_usage"] = {stage: asdict(usage) for stage, usage in self.models.usage.totals().items()}
         return out
 
     # ------------------------------------------------------------------ pages and pictures
@@ -803,8 +825,8 @@ class Collection:
                 }
             )
         return [
-            {"number": number, "width": width, "height": height, "chunks": chunks.get(number, [])}
-            for number, width, height in self.store.page_sizes(info.doc_id)
+            {"number": page.number, "width": page.width, "height": page.height, "chunks": chunks.get(page.number, [])}
+            for page in self.store.get_pages(info.doc_id)
         ]
 
     def page_image(self, ref: str, page: int, boxes: Sequence[Sequence[float]] = (), dpi: int = 110) -> bytes:
@@ -912,7 +934,25 @@ class Collection:
     async def astats(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.stats)
 
+    # ------------------------------------------------------------------ moving between backends
+    def export_bundle(self, out_dir: str | Path) -> BundleReport:
+        """Write this collection (store, pictures, model-call records) as a bundle in a new directory."""
+        from hyperfolio.store.bundle import export_bundle
+
+        with self._lock:
+            return export_bundle(self.store, Path(out_dir), files=self.path, records=self.models.records)
+
+    def import_bundle(self, bundle_dir: str | Path) -> BundleReport:
+        """Load a bundle into this collection, which must be empty (see `store.bundle`)."""
+        from hyperfolio.store.bundle import embed_chunks_with, import_bundle
+
+        with self._lock:
+            return import_bundle(
+                self.store, Path(bundle_dir), embed_chunks_with(self), files=self.path, records=self.models.records
+            )
+
     def close(self) -> None:
+        self.claims.close()
         if self._models is not None:
             self._models.close()
         self.store.close()

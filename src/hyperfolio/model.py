@@ -67,6 +67,7 @@ class Document:
     pages: list[Page] = field(default_factory=list)
     content_hash: str = ""  # full sha256 of the file bytes
     meta: dict[str, Any] = field(default_factory=dict)
+    added_at: float = 0.0  # when the store first took it (0: now, as it is written)
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -92,6 +93,7 @@ class DocumentInfo:
     num_chunks: int
     status: str
     added_at: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)  # what the parser recorded about the file
 
 
 @dataclass
@@ -247,3 +249,14 @@ class FactRow:
     tail_id: str
     description: str = ""
     chunks: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    """A model's reply kept in the collection's cache, with the tokens it cost when it was made."""
+
+    response: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    created_at: float

@@ -13,7 +13,7 @@ from hyperfolio.models.cache import ResponseCache, cache_key
 from hyperfolio.models.messages import image_part, user_message
 from hyperfolio.models.openai_compat import OpenAICompatClient
 from hyperfolio.models.usage import UsageMeter
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store.sqlite import DB_NAME, SQLiteStore
 
 
 class Keywords(BaseModel):
@@ -27,7 +27,7 @@ KEYWORDS = {"low": ["Hyper-M2RAG"], "high": ["multimodal retrieval"]}
 
 @pytest.fixture
 def db(tmp_path):
-    return tmp_path / "hyperfolio.db"
+    return tmp_path  # a collection directory: the records live in its database
 
 
 def client_for(url, cache, usage=None, **kw) -> OpenAICompatClient:
@@ -84,7 +84,7 @@ def test_a_corrupt_entry_is_discarded_and_fetched_again(fake_llm, db):
     fake_llm.default = Reply.json(KEYWORDS)
     with ResponseCache(db) as cache, client_for(fake_llm.url, cache) as client:
         client.complete_json(ASK, Keywords)
-        with sqlite3.connect(db) as raw:
+        with sqlite3.connect(db / DB_NAME) as raw:
             raw.execute("UPDATE model_cache SET response = '{\"low\": 3}'")
         assert client.complete_json(ASK, Keywords).high == ["multimodal retrieval"]
         assert len(fake_llm.requests) == 2
@@ -101,8 +101,8 @@ def test_images_are_hashed_in_the_key():
 
 def test_shares_the_collection_database(tmp_path):
     store = SQLiteStore(tmp_path)
-    with ResponseCache(tmp_path) as cache:  # a directory resolves to the collection's database file
-        assert cache.path == store.path
+    with ResponseCache(tmp_path) as cache:  # the collection's own database file
+        assert cache.where == str(store.path)
         cache.put("k", "m", "reply", 3, 4)
         got = cache.get("k")
         assert (got.response, got.prompt_tokens, got.completion_tokens) == ("reply", 3, 4)

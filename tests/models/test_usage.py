@@ -20,7 +20,7 @@ class Answer(BaseModel):
 
 @pytest.fixture
 def db(tmp_path):
-    return tmp_path / "hyperfolio.db"
+    return tmp_path  # a collection directory: the records live in its database
 
 
 def test_tokens_per_stage_come_from_the_server(fake_llm, db):
@@ -73,12 +73,12 @@ def test_totals_accumulate_in_the_database(db):
         usage.record("extract", prompt_tokens=1, completion_tokens=1, seconds=0.25, estimated=True)
         assert usage.snapshot()["extract"].calls == 1  # the snapshot is this run only
         assert usage.totals()["extract"].calls == 2
-    totals = read_usage(db.parent)
+    totals = read_usage(db)
     extract = totals["extract"]
     assert (extract.calls, extract.cache_hits, extract.prompt_tokens, extract.completion_tokens) == (2, 1, 11, 6)
     assert extract.seconds == pytest.approx(0.75) and extract.estimated_calls == 1
     assert extract.to_dict()["total_tokens"] == 17
-    assert read_usage(db.parent / "elsewhere") == {}
+    assert read_usage(db / "elsewhere") == {}
 
 
 def test_thread_safe_counting(db):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import networkx as nx
@@ -12,7 +14,7 @@ import pytest
 from hyperfolio.collection import Collection
 from hyperfolio.sample import SAMPLE_QUESTION, write_sample_report
 from hyperfolio.store.base import SPACES, Store
-from hyperfolio.store.bundle import BUNDLE_VERSION, BundleError, embed_chunks_with, export_bundle, import_bundle
+from hyperfolio.store.bundle import BUNDLE_VERSION, BundleError, export_bundle, import_bundle
 
 MODES = ("auto", "bm25", "dense", "hybrid", "dual", "concept", "topdown")  # every vector travels: every mode
 
@@ -25,7 +27,9 @@ def source(tmp_path_factory, embedder):
     col = Collection(base / "source", embedder=embedder)
     report = col.add([pdf])
     assert [r.status for r in report.results] == ["added"], report.results
-    exported = export_bundle(col.store, base / "bundle", files=col.path)
+    col.models.records.put_reply("a-key", "some-model", '{"answer": "paid for once"}', 120, 8)
+    col.models.usage.record("extract", prompt_tokens=120, completion_tokens=8, seconds=1.5)
+    exported = col.export_bundle(base / "bundle")
     try:
         yield col, exported.directory
     finally:
@@ -39,9 +43,10 @@ def _content(store: Store) -> dict:
     entity_ids = sorted({e for d in ids for e in store.document_entities(d)})
     edge_ids = sorted({h for d in ids for h in store.document_hyperedges(d)})
     return {
-        "documents": [(d.doc_id, d.source, d.title, d.kind, d.content_hash, d.num_pages, d.num_chunks) for d in docs],
-        "status": [d.status for d in docs],
-        "pages": {d: store.page_sizes(d) for d in ids},
+        "documents": [dataclasses.astuple(d) for d in docs],  # status, meta and when it was added too
+        "pages": {d: store.get_pages(d) for d in ids},
+        "reconcile_counts": {d: store.reconcile_counts(d) for d in ids},
+        "meta": {k: v for k, v in store.meta_items().items() if k != "schema_version"},
         "chunks": [repr(c) for c in store.iter_chunks()],
         "entities": sorted(repr(e) for e in store.get_entities(entity_ids)),
         "hyperedges": sorted(
@@ -50,7 +55,7 @@ def _content(store: Store) -> dict:
         ),
         "entity_provenance": {k: sorted(v) for k, v in store.provenance("entity", entity_ids).items()},
         "edge_provenance": {k: sorted(v) for k, v in store.provenance("hyperedge", edge_ids).items()},
-        "decisions": [(d.doc_id, d.kind, d.decision, d.fact, d.other, d.reason, d.evidence) for d in store.decisions()],
+        "decisions": store.decisions(),
         "builds": store.builds(),
         "concepts": sorted(c for d in ids for c in store.document_concepts(d)),
     }
@@ -61,9 +66,12 @@ def _tops(col: Collection) -> dict[str, list[str]]:
 
 
 def _assert_round_trip(source_col: Collection, target: Collection, bundle: Path) -> None:
-    report = import_bundle(target.store, bundle, embed=embed_chunks_with(target), files=target.path)
-    assert report.counts["documents"] == 1
+    report = target.import_bundle(bundle)
+    assert report.counts["documents"] == 1 and report.counts["model_replies"] == 1
     assert _content(target.store) == _content(source_col.store)
+    reply = target.models.records.reply("a-key")
+    assert reply is not None and reply.response == '{"answer": "paid for once"}' and reply.prompt_tokens == 120
+    assert target.models.usage.totals()["extract"].prompt_tokens >= 120
     assert target.store.get_meta("embedder") == source_col.store.get_meta("embedder")
     for space in SPACES:  # every vector, exactly, in the order it was stored
         before, after = list(source_col.store.iter_vectors(space)), list(target.store.iter_vectors(space))
@@ -85,11 +93,35 @@ def test_sqlite_to_sqlite(source, tmp_path, embedder):
 
 
 @pytest.mark.slow
-def test_sqlite_to_postgres(source, tmp_path, pg_url, embedder):
+def test_sqlite_to_postgres_and_back(source, tmp_path, pg_url, embedder):
     col, bundle = source
-    target = Collection(pg_url, embedder=embedder, folder=tmp_path / "pg")
+    server = Collection(pg_url, embedder=embedder, folder=tmp_path / "pg")
     try:
-        _assert_round_trip(col, target, bundle)
+        _assert_round_trip(col, server, bundle)
+        server.export_bundle(tmp_path / "from-postgres")
+    finally:
+        server.close()
+    back = Collection(tmp_path / "back", embedder=embedder)
+    try:
+        _assert_round_trip(col, back, tmp_path / "from-postgres")
+    finally:
+        back.close()
+
+
+def test_a_failed_import_leaves_nothing_behind(source, tmp_path, embedder):
+    col, bundle = source
+    broken = tmp_path / "broken"
+    shutil.copytree(bundle, broken)
+    lines = (broken / "hyperedges.jsonl").read_text().splitlines()
+    lines[len(lines) // 2] = '{"edge_id": "half a line'  # a bundle cut off mid-write
+    (broken / "hyperedges.jsonl").write_text("\n".join(lines) + "\n")
+    target = Collection(tmp_path / "target", embedder=embedder)
+    try:
+        with pytest.raises(BundleError, match=r"hyperedges.jsonl line \d+: not valid JSON"):
+            target.import_bundle(broken)
+        assert target.store.list_documents() == [] and target.store.count_chunks() == 0
+        assert target.store.graph_stats()["entities_by_modality"] == {}
+        assert target.import_bundle(bundle).counts["documents"] == 1  # and the collection takes a good one
     finally:
         target.close()
 

@@ -1,7 +1,8 @@
-"""Two processes adding files to one PostgreSQL collection at once: nothing lost, nothing twice.
+"""Two processes adding files to one collection at once: nothing lost, nothing twice.
 
-They split the files between them, as workers sharing a collection do. (Two processes indexing the
-very same document at the same moment is not safe yet: both rebuild its graph; see the README.)
+Either they split the files between them, as workers sharing a collection do, or both are given every
+file (two terminals, overlapping folders): then each document is indexed by whichever claims it first
+and the other passes it by.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ NOTES = {
 ADD = (
     "import sys\n"
     "from hyperfolio.collection import Collection\n"
-    "col = Collection(sys.argv[1], folder=sys.argv[2])\n"
+    "col = Collection(sys.argv[1], folder=sys.argv[2] or None)\n"
     "report = col.add(sys.argv[3:])\n"
     "print(','.join(r.status for r in report.results))\n"
     "col.close()\n"
@@ -58,26 +59,39 @@ def files(folder: Path) -> list[str]:
     return [str(p) for p in paths]
 
 
-def adding(url: str, folder: Path, paths: list[str]) -> subprocess.Popen[str]:
+def adding(location: str, folder: Path | None, paths: list[str]) -> subprocess.Popen[str]:
+    """`add` in another process; `folder` is a server-backed collection's local folder."""
     return subprocess.Popen(
-        [sys.executable, "-c", ADD, url, str(folder), *paths],
+        [sys.executable, "-c", ADD, location, str(folder) if folder else "", *paths],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
 
 
-def counts(url: str, folder: Path) -> dict[str, int]:
+def counts(location: str, folder: Path | None = None) -> dict[str, int]:
     from hyperfolio.collection import Collection
 
-    with Collection(url, folder=folder) as col:
+    with Collection(location, folder=folder) as col:
         stats = col.store.stats()
     return {key: stats[key] for key in COUNTS}
 
 
-def test_two_processes_adding_the_same_files_at_once(tmp_path, pg_url_factory):
-    import psycopg
+def integrity(location: str) -> dict[str, int]:
+    if location.startswith("postgresql://"):
+        import psycopg
 
+        with psycopg.connect(location) as db:
+            return {name: db.execute(sql).fetchone()[0] for name, sql in CHECKS.items()}
+    import sqlite3
+
+    from hyperfolio.store.sqlite import DB_NAME
+
+    with sqlite3.connect(Path(location) / DB_NAME) as db:
+        return {name: db.execute(sql).fetchone()[0] for name, sql in CHECKS.items()}
+
+
+def test_two_processes_sharing_the_files_between_them(tmp_path, pg_url_factory):
     paths = files(tmp_path / "docs")
     shared, alone = pg_url_factory(), pg_url_factory()
     # Two writers at once, each with half of the files; both build the one hypergraph.
@@ -95,6 +109,30 @@ def test_two_processes_adding_the_same_files_at_once(tmp_path, pg_url_factory):
     together = counts(shared, tmp_path / "files")
     assert together == counts(alone, tmp_path / "alone")
     assert together["documents"] == 4
-    with psycopg.connect(shared) as db:
-        problems = {name: db.execute(sql).fetchone()[0] for name, sql in CHECKS.items()}
-    assert problems == dict.fromkeys(CHECKS, 0)
+    assert integrity(shared) == dict.fromkeys(CHECKS, 0)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_processes_given_the_very_same_files(tmp_path, backend, request):
+    paths = files(tmp_path / "docs")
+    if backend == "sqlite":
+        shared, alone, folder = str(tmp_path / "shared"), str(tmp_path / "alone"), None
+    else:
+        make = request.getfixturevalue("pg_url_factory")
+        shared, alone, folder = make(), make(), tmp_path / "files"
+    runs = [adding(shared, folder, order) for order in (paths, paths[::-1])]
+    outputs = [p.communicate(timeout=600) for p in runs]
+    statuses = []
+    for process, (out, err) in zip(runs, outputs, strict=True):
+        assert process.returncode == 0, err[-2000:]
+        statuses.append(out.strip().split(","))
+    first, second = statuses[0], statuses[1][::-1]  # both in the order of `paths`
+    # Each file indexed by exactly one of them; the other passed it by (being indexed, or already indexed).
+    assert all(sorted(pair) == ["added", "skipped"] for pair in zip(first, second, strict=True)), statuses
+    single = adding(alone, tmp_path / "alone-files" if folder else None, paths)
+    out, err = single.communicate(timeout=600)
+    assert single.returncode == 0 and out.strip() == "added,added,added,added", (out, err[-2000:])
+    together = counts(shared, folder)
+    assert together == counts(alone, tmp_path / "alone-files" if folder else None)
+    assert together["documents"] == 4
+    assert integrity(shared) == dict.fromkeys(CHECKS, 0)

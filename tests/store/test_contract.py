@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import threading
 import time
 import warnings
@@ -326,7 +327,7 @@ def test_documents_round_trip(store):
         4,
         STAGE_PARSED,
     )
-    assert info.added_at > 0
+    assert info.added_at > 0 and info.meta == {"author": "Northwind", "year": 2024}
     assert store.document_by_hash("sha-north").doc_id == "north"
     assert store.document_by_hash("nope") is None
     assert [d.doc_id for d in store.documents_by_source("/reports/north.pdf")] == ["north"]
@@ -342,8 +343,9 @@ def test_documents_round_trip(store):
         "Generation (TWh) 2020 2021 2022",
         "images/north/p2-0.png",
     )
-    store.write_document(baltic())
-    assert [d.doc_id for d in store.list_documents()] == ["north", "baltic"]
+    store.write_document(dataclasses.replace(baltic(), added_at=1_000.0))  # a time given (an import) is kept
+    assert store.get_document("baltic").added_at == 1_000.0
+    assert [d.doc_id for d in store.list_documents()] == ["baltic", "north"]
     assert store.titles() == {"north": "Northwind Annual Report", "baltic": "Baltic Review"}
     assert store.get_chunks(["baltic:2:1"])[0].placeholder is True
     store.set_stage("north", STAGE_READY)
@@ -362,8 +364,11 @@ def test_chunk_reads(store):
     assert list(texts) == [("north", 2), ("baltic", 1)]
     assert [cid for cid, _ in texts[("north", 2)]] == ["north:2:0", "north:2:1"]
     assert texts[("baltic", 1)] == [("baltic:1:0", "The Baltic fleet grew: Baltic capacity is 1,120 MW.")]
-    assert store.page_sizes("north") == [(1, 595.0, 842.0), (2, 595.0, 842.0)]
-    assert store.page_sizes("nope") == []
+    assert store.get_pages("north") == [
+        Page(1, width=595.0, height=842.0),
+        Page(2, width=595.0, height=842.0, ocr=True, vision_dominant=True),
+    ]
+    assert store.get_pages("nope") == []
     assert (store.count_chunks(), store.count_chunks("north"), store.count_chunks("nope")) == (7, 4, 0)
     store.annotate_chunk("north:2:0", "description", "A bar chart: 14.6 TWh in 2024.")
     store.annotate_chunk("north:2:0", "checked", True)
@@ -391,7 +396,11 @@ def test_meta(store):
     assert store.get_meta("embedder") is None
     store.set_meta("embedder", "minilm")
     store.set_meta("embedder", "model2vec")
+    store.set_meta("embed_dim", "256")
     assert store.get_meta("embedder") == "model2vec"
+    items = store.meta_items()
+    assert {k: items[k] for k in ("embedder", "embed_dim")} == {"embedder": "model2vec", "embed_dim": "256"}
+    assert "schema_version" in items
 
 
 def test_a_second_store_object_sees_committed_writes(backend):
@@ -626,6 +635,10 @@ def test_layers(store):
     assert [d.kind for d in store.decisions()] == ["duplicate", "mutual", "temporal"]
     assert [d.decided_by for d in store.decisions("north")] == ["offline", "model"]
     assert store.decisions("north")[0].created_at > 0
+    store.log_decisions([Decision("baltic", "duplicate", "merged", "x | y | z", "", "same", [], created_at=5.0)])
+    assert store.decisions("baltic")[-1].created_at == 5.0  # a time given (an import) is kept
+    assert store.reconcile_counts("north") == {"facts": 2, "kept": 1, "revised": 1}
+    assert store.reconcile_counts("nope") == {}
     totals = store.reconcile_totals()
     assert list(totals)[: len(RECONCILE_COUNTS)] == list(RECONCILE_COUNTS)
     assert totals == {
@@ -655,7 +668,7 @@ def test_layers(store):
     assert store.concept_chunk_pairs([capacity], doc_ids=["north"]) == [(capacity, "north:1:1")]
     layer = store.layer_stats()
     assert (layer["facts"], layer["concepts"], layer["concept_edges"]) == (3, 4, 2)
-    assert layer["conflict_decisions"] == {"dropped": 1, "kept": 1, "revised": 1}
+    assert layer["conflict_decisions"] == {"dropped": 1, "kept": 1, "merged": 1, "revised": 1}
 
 
 def test_stage_times_and_stats(store):
@@ -720,7 +733,9 @@ def observe(store) -> dict[str, Any]:
     out["chunks_of"] = [list(store.iter_chunks(d)) for d in docs]
     out["get_chunks"] = store.get_chunks(list(reversed(chunks)) + ["nope"])
     out["page_chunk_texts"] = store.page_chunk_texts([("north", 2), ("north", 1), ("baltic", 2), ("draft", 1)])
-    out["page_sizes"] = [store.page_sizes(d) for d in docs]
+    out["pages"] = [store.get_pages(d) for d in docs]
+    out["reconcile_counts"] = [store.reconcile_counts(d) for d in docs]
+    out["meta_items"] = {k: v for k, v in store.meta_items().items() if k != "schema_version"}  # each its own
     out["count_chunks"] = [store.count_chunks(), *[store.count_chunks(d) for d in docs]]
     out["keywords"] = {}
     for question in ["turbines capacity", "Baltic", "annual generation", "North Sea 1,850 MW", "Review", "lighthouse"]:
@@ -1041,3 +1056,63 @@ def test_collection_answers_the_same_on_both_backends(tmp_path, pg_url, embedder
     finally:
         lite.close()
         server.close()
+
+
+def test_claims(backend):
+    one, two = backend.open(), backend.open()
+    try:
+        assert one.claim("doc-a", "worker-1", 60) is None
+        assert one.claim("doc-a", "worker-1", 60) is None  # renewing one's own claim
+        assert two.claim("doc-a", "worker-2", 60) == "worker-1"
+        assert two.claim("doc-b", "worker-2", 60) is None  # other documents are free
+        two.release("doc-a", "worker-2")  # not its claim: nothing happens
+        assert two.claim("doc-a", "worker-2", 60) == "worker-1"
+        one.release("doc-a", "worker-1")
+        assert two.claim("doc-a", "worker-2", 0.2) is None
+        time.sleep(0.4)  # worker-2 stopped renewing (it died): the claim lapses
+        assert one.claim("doc-a", "worker-1", 60) is None
+    finally:
+        one.close()
+        two.close()
+
+
+def test_claims_are_renewed_while_held(backend):
+    from hyperfolio.store.claims import Claims
+
+    one, two = backend.open(), backend.open()
+    held = Claims(one, seconds=0.4, owner="worker-1")
+    try:
+        assert held.take("doc-a") is None
+        time.sleep(1.0)  # more than twice the claim's life: only renewals keep it
+        assert two.claim("doc-a", "worker-2", 60) == "worker-1"
+        held.release("doc-a")
+        assert two.claim("doc-a", "worker-2", 60) is None
+        assert held.take("doc-a") == "worker-2" and not held.lost
+    finally:
+        held.close()
+        one.close()
+        two.close()
+
+
+def test_a_dead_local_processs_claim_is_taken_at_once(backend):
+    import socket
+    import subprocess
+    import sys
+
+    from hyperfolio.store.claims import Claims
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_owner = f"{socket.gethostname()}:{gone.stdout.strip()}:abc123"  # a process that has exited
+    live_owner = f"{socket.gethostname()}:{os.getpid()}:def456"  # this one, another object
+    elsewhere = "other-host:1:xyz"  # on another machine: only its lapse frees it
+    one = backend.open()
+    claims = Claims(one, seconds=60)
+    try:
+        for owner, key in ((dead_owner, "a"), (live_owner, "b"), (elsewhere, "c")):
+            assert one.claim(key, owner, 60) is None
+        assert claims.take("a") is None
+        assert claims.take("b") == live_owner
+        assert claims.take("c") == elsewhere
+    finally:
+        claims.close()
+        one.close()

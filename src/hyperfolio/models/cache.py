@@ -1,4 +1,4 @@
-"""A persistent cache of model replies, kept in the collection's SQLite database.
+"""A persistent cache of model replies, kept in the collection's database (`store.model_records`).
 
 The key is a hash of the model name, the messages (image payloads replaced by their hashes),
 the requested JSON schema and the sampling parameters. The server's address is not part of it,
@@ -10,51 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DB_FILE = "hyperfolio.db"  # the collection database's file name (see store/sqlite.py)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS model_cache (
-    key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    response TEXT NOT NULL,
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL
-)
-"""
-
-
-@dataclass(frozen=True)
-class CachedReply:
-    response: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    created_at: float
-
-
-def database_path(location: str | Path) -> Path:
-    """A collection directory or a database file -> the database file."""
-    path = Path(location)
-    return path / DB_FILE if path.is_dir() else path
-
-
-def connect(location: str | Path) -> sqlite3.Connection:
-    """An autocommit connection in WAL mode that waits for other writers instead of failing."""
-    path = database_path(location)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    return db
+from hyperfolio.model import CachedReply
+from hyperfolio.store import ModelRecordStore, model_records_from
 
 
 def _hash_images(value: Any) -> Any:
@@ -88,70 +50,45 @@ def cache_key(
 
 
 class ResponseCache:
-    """Model replies by key, in table `model_cache` of a SQLite file; safe to share between threads."""
+    """Model replies by key, in the collection's model records; safe to share between threads.
 
-    def __init__(self, location: str | Path) -> None:
-        self.path = database_path(location)
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = connect(self.path)
-        self._db.execute(_SCHEMA)
+    Given a collection's location, it opens the records there and closes them with itself.
+    """
+
+    def __init__(self, records: ModelRecordStore | str | Path) -> None:
+        self.records, self._owned = model_records_from(records)
+        self.where = self.records.where
         self.hits = 0
         self.misses = 0
+        self._lock = threading.Lock()
 
     key = staticmethod(cache_key)
 
-    def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            raise RuntimeError(f"the model cache at {self.path} is closed")
-        return self._db
-
     def get(self, key: str) -> CachedReply | None:
+        found = self.records.reply(key)
         with self._lock:
-            row = (
-                self._conn()
-                .execute(
-                    "SELECT response, model, prompt_tokens, completion_tokens, created_at"
-                    " FROM model_cache WHERE key = ?",
-                    (key,),
-                )
-                .fetchone()
-            )
-            if row is None:
+            if found is None:
                 self.misses += 1
-                return None
-            self.hits += 1
-            return CachedReply(*row)
+            else:
+                self.hits += 1
+        return found
 
     def put(self, key: str, model: str, response: str, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
-        with self._lock:
-            self._conn().execute(
-                "INSERT OR REPLACE INTO model_cache"
-                " (key, model, response, prompt_tokens, completion_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (key, model, response, int(prompt_tokens), int(completion_tokens), time.time()),
-            )
+        self.records.put_reply(key, model, response, prompt_tokens, completion_tokens)
 
     def discard(self, key: str) -> None:
-        with self._lock:
-            self._conn().execute("DELETE FROM model_cache WHERE key = ?", (key,))
+        self.records.discard_reply(key)
 
     def clear(self, model: str | None = None) -> int:
         """Forget every reply (or every reply of one model); returns how many were removed."""
-        with self._lock:
-            if model is None:
-                cur = self._conn().execute("DELETE FROM model_cache")
-            else:
-                cur = self._conn().execute("DELETE FROM model_cache WHERE model = ?", (model,))
-            return cur.rowcount
+        return self.records.clear_replies(model)
 
     def __len__(self) -> int:
-        with self._lock:
-            return self._conn().execute("SELECT COUNT(*) FROM model_cache").fetchone()[0]
+        return self.records.count_replies()
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        if self._owned:
+            self.records.close()
 
     def __enter__(self) -> ResponseCache:
         return self

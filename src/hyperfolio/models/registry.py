@@ -20,6 +20,7 @@ from hyperfolio.models.errors import ModelConfigError
 from hyperfolio.models.flow import AdaptiveLimit, CircuitBreaker
 from hyperfolio.models.server_profile import ProfileStore, ServerProfile
 from hyperfolio.models.usage import StageUsage, UsageMeter
+from hyperfolio.store import open_model_records
 
 if TYPE_CHECKING:  # the HTTP client stack loads only when a role has a model
     from hyperfolio.models.openai_compat import OpenAICompatClient, ServerLink, _LoopThread
@@ -113,11 +114,12 @@ class ModelSet:
     first use and kept in the collection database.
     """
 
-    def __init__(self, settings: Settings | ModelOptions, database: str | Path | None = None) -> None:
+    def __init__(self, settings: Settings | ModelOptions, location: str | Path | None = None) -> None:
         self.options = _options(settings)
-        self.cache = ResponseCache(database) if database is not None and self.options.cache else None
-        self.usage = UsageMeter(database)
-        self.profiles = ProfileStore(database)
+        self.records = open_model_records(location) if location is not None else None
+        self.cache = ResponseCache(self.records) if self.records is not None and self.options.cache else None
+        self.usage = UsageMeter(self.records)
+        self.profiles = ProfileStore(self.records)
         self._lock = threading.Lock()
         self._clients: dict[str, OpenAICompatClient | None] = {}
         self._links: dict[str, ServerLink] = {}
@@ -192,10 +194,8 @@ class ModelSet:
             self._links.clear()
         if self._runner is not None:
             self._runner.stop()
-        if self.cache is not None:
-            self.cache.close()
-        self.usage.close()
-        self.profiles.close()
+        if self.records is not None:
+            self.records.close()
 
     def __enter__(self) -> ModelSet:
         return self

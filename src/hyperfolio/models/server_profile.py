@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyperfolio.models.cache import connect
+from hyperfolio.store import ModelRecordStore, model_records_from
 
 PROFILE_MAX_AGE = 7 * 24 * 3600.0  # seconds before a server is probed again
 # The speed probe's prompt (about 120 tokens): long enough to time prompt reading, short to write.
@@ -36,14 +35,6 @@ PROBE_PROMPT = (
 FORMAT_PROBE_PROMPT = PROBE_MARKER + ' reply with the JSON object {"ok": true} and nothing else.'
 FORMAT_PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 DEFAULT_CONTEXT = 4096  # assumed when a server does not say (most local servers allow at least this)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS model_servers (
-    key TEXT PRIMARY KEY,
-    profile TEXT NOT NULL,
-    probed_at REAL NOT NULL
-)
-"""
 
 # Phrases servers use when a prompt does not fit, with the context length in them.
 _CONTEXT_PATTERNS = (
@@ -166,25 +157,26 @@ def read_ollama_show(data: dict[str, Any], profile: ServerProfile) -> None:
 
 
 class ProfileStore:
-    """Profiles kept in table `model_servers` of a collection database (or in memory without one)."""
+    """Profiles kept in the collection's model records (or in memory without them); records opened
+    from a location are closed with the store."""
 
-    def __init__(self, location: str | Path | None = None) -> None:
+    def __init__(self, records: ModelRecordStore | str | Path | None = None) -> None:
         self._lock = threading.Lock()
         self._memory: dict[str, ServerProfile] = {}
-        self._db: sqlite3.Connection | None = None
-        if location is not None:
-            self._db = connect(location)
-            self._db.execute(_SCHEMA)
+        self._records: ModelRecordStore | None = None
+        self._owned = False
+        if records is not None:
+            self._records, self._owned = model_records_from(records)
 
     def get(self, base_url: str, model: str, max_age: float = PROFILE_MAX_AGE) -> ServerProfile | None:
         key = f"{base_url}|{model}"
         with self._lock:
             if key in self._memory:
                 return self._memory[key]
-            if self._db is None:
-                return None
-            row = self._db.execute("SELECT profile, probed_at FROM model_servers WHERE key = ?", (key,)).fetchone()
-        if row is None or time.time() - float(row[1]) > max_age:
+        if self._records is None:
+            return None
+        row = self._records.profile(key)
+        if row is None or time.time() - row[1] > max_age:
             return None
         try:
             profile = ServerProfile.from_json(row[0])
@@ -197,20 +189,15 @@ class ProfileStore:
     def put(self, profile: ServerProfile) -> None:
         with self._lock:
             self._memory[profile.key] = profile
-            if self._db is not None:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO model_servers (key, profile, probed_at) VALUES (?, ?, ?)",
-                    (profile.key, profile.to_json(), profile.probed_at or time.time()),
-                )
+        if self._records is not None:
+            self._records.put_profile(profile.key, profile.to_json(), profile.probed_at or time.time())
 
     def forget(self) -> None:
         with self._lock:
             self._memory.clear()
-            if self._db is not None:
-                self._db.execute("DELETE FROM model_servers")
+        if self._records is not None:
+            self._records.forget_profiles()
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        if self._records is not None and self._owned:
+            self._records.close()

@@ -8,31 +8,19 @@ them across runs, and kept in memory for progress displays (`snapshot()`).
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperfolio.models.cache import connect, database_path
+from hyperfolio.store import ModelRecordStore, model_records_from, store_exists
+from hyperfolio.store.model_records import USAGE_COLUMNS
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 256  # a rough flat estimate for one image when the server reports nothing
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS model_usage (
-    stage TEXT PRIMARY KEY,
-    calls INTEGER NOT NULL DEFAULT 0,
-    cache_hits INTEGER NOT NULL DEFAULT 0,
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    seconds REAL NOT NULL DEFAULT 0,
-    estimated_calls INTEGER NOT NULL DEFAULT 0,
-    retries INTEGER NOT NULL DEFAULT 0
-)
-"""
-_COLUMNS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "estimated_calls", "retries")
+_COLUMNS = USAGE_COLUMNS
 
 
 @dataclass
@@ -87,17 +75,16 @@ def estimate_tokens(messages_or_text: str | Sequence[Mapping[str, Any]]) -> int:
 
 
 class UsageMeter:
-    """Thread-safe per-stage counters; with a database, every record is also accumulated there."""
+    """Thread-safe per-stage counters; with a collection's model records, every record is also
+    accumulated there (records opened from a location are closed with the meter)."""
 
-    def __init__(self, location: str | Path | None = None) -> None:
+    def __init__(self, records: ModelRecordStore | str | Path | None = None) -> None:
         self._lock = threading.Lock()
         self._stages: dict[str, StageUsage] = {}
-        self._db: sqlite3.Connection | None = None
-        self.path: Path | None = None
-        if location is not None:
-            self._db = connect(location)
-            self._db.execute(_SCHEMA)
-            self.path = Path(self._db.execute("PRAGMA database_list").fetchone()[2])
+        self._records: ModelRecordStore | None = None
+        self._owned = False
+        if records is not None:
+            self._records, self._owned = model_records_from(records)
 
     def record(
         self,
@@ -130,13 +117,8 @@ class UsageMeter:
     def _apply(self, stage: str, delta: StageUsage) -> None:
         with self._lock:
             self._stages.setdefault(stage, StageUsage()).add(delta)
-            if self._db is not None:
-                values = [getattr(delta, c) for c in _COLUMNS]
-                self._db.execute(
-                    f"INSERT INTO model_usage (stage, {', '.join(_COLUMNS)}) VALUES (?{', ?' * len(_COLUMNS)})"
-                    f" ON CONFLICT(stage) DO UPDATE SET {', '.join(f'{c} = {c} + excluded.{c}' for c in _COLUMNS)}",
-                    (stage, *values),
-                )
+        if self._records is not None:
+            self._records.add_usage(stage, {c: getattr(delta, c) for c in _COLUMNS})
 
     def snapshot(self) -> dict[str, StageUsage]:
         """This meter's counts since it was created (a copy), by stage."""
@@ -151,23 +133,20 @@ class UsageMeter:
 
     def totals(self) -> dict[str, StageUsage]:
         """Counts accumulated in the database over every run (this meter's counts if it has none)."""
-        if self._db is None:
+        if self._records is None:
             return self.snapshot()
-        with self._lock:
-            return _read(self._db)
+        return _read(self._records)
 
     def reset(self) -> None:
         """Forget the counts, in memory and in the database."""
         with self._lock:
             self._stages.clear()
-            if self._db is not None:
-                self._db.execute("DELETE FROM model_usage")
+        if self._records is not None:
+            self._records.reset_usage()
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        if self._records is not None and self._owned:
+            self._records.close()
 
     def __enter__(self) -> UsageMeter:
         return self
@@ -176,20 +155,16 @@ class UsageMeter:
         self.close()
 
 
-def _read(db: sqlite3.Connection) -> dict[str, StageUsage]:
-    has = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'model_usage'").fetchone()
-    if not has:
-        return {}
-    rows = db.execute(f"SELECT stage, {', '.join(_COLUMNS)} FROM model_usage ORDER BY stage").fetchall()
-    return {row[0]: StageUsage(*row[1:]) for row in rows}
+def _read(records: ModelRecordStore) -> dict[str, StageUsage]:
+    return {stage: StageUsage(**counts) for stage, counts in records.usage().items()}
 
 
 def read_usage(location: str | Path) -> dict[str, StageUsage]:
-    """Accumulated usage by stage from a collection directory or database file ({} if none recorded)."""
-    if not database_path(location).exists():
+    """Accumulated usage by stage of the collection at `location` ({} if none recorded; nothing is created)."""
+    if not store_exists(location):
         return {}
-    db = connect(location)
+    records = model_records_from(location)[0]
     try:
-        return _read(db)
+        return _read(records)
     finally:
-        db.close()
+        records.close()

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from hyperfolio.config import DEFAULT_COLLECTION
 from hyperfolio.errors import StoreError
-from hyperfolio.store.base import Store
+from hyperfolio.store.base import ModelRecordStore, Store
 
 SERVER_SCHEMES = ("postgresql://", "postgres://")
 
@@ -46,6 +46,25 @@ def open_store(location: str | Path) -> Store:
     return SQLiteStore(Path(location).expanduser())
 
 
+def open_model_records(location: str | Path) -> ModelRecordStore:
+    """The model-call records (reply cache, usage, server profiles) of the collection at `location`."""
+    if is_server_location(location):
+        from hyperfolio.store.postgres import open_model_records as open_server_records
+
+        return open_server_records(str(location))
+    from hyperfolio.store.sqlite import open_model_records as open_local_records
+
+    return open_local_records(Path(location).expanduser())
+
+
+def model_records_from(source: ModelRecordStore | str | Path) -> tuple[ModelRecordStore, bool]:
+    """Records as given, or opened at a collection's location; True when they were opened here
+    (the caller then closes them)."""
+    if isinstance(source, str | Path):
+        return open_model_records(source), True
+    return source, False
+
+
 def store_exists(location: str | Path) -> bool:
     """Whether a store is there already (opening one that is not would create it)."""
     if is_server_location(location):
@@ -70,4 +89,14 @@ def remove_store(location: str | Path) -> None:
         (Path(location).expanduser() / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
 
 
-__all__ = ["Store", "is_server_location", "local_folder", "open_store", "remove_store", "store_exists"]
+__all__ = [
+    "ModelRecordStore",
+    "Store",
+    "is_server_location",
+    "local_folder",
+    "model_records_from",
+    "open_model_records",
+    "open_store",
+    "remove_store",
+    "store_exists",
+]

@@ -1,4 +1,4 @@
-"""The store as a port: the protocols every backend implements (SQLite now, PostgreSQL next).
+"""The store as a port: the protocols every backend implements (SQLite and PostgreSQL).
 
 Stages depend on the protocol they use — parsing and flat search on `DocumentStore`, the build
 stage and graph strategies on `HypergraphStore`, reconciliation and the concept and theme layers
@@ -8,13 +8,13 @@ knows no stage or retrieval strategy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from hyperfolio.model import Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge
+from hyperfolio.model import CachedReply, Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge, Page
 
 # Ingestion stages recorded per document; a document is searchable once "ready".
 STAGE_PARSED = "parsed"
@@ -48,7 +48,16 @@ class DocumentStore(Protocol):
 
     def get_meta(self, key: str) -> str | None: ...
 
+    def claim(self, key: str, owner: str, seconds: float, dead: str = "") -> str | None:
+        """Take or renew the claim on `key` for `seconds`: None when `owner` holds it now, else its holder.
+
+        A claim that was not renewed in time, or whose holder is `dead` (known to have died), is free."""
+
+    def release(self, key: str, owner: str) -> None: ...
+
     def set_meta(self, key: str, value: str) -> None: ...
+
+    def meta_items(self) -> dict[str, str]: ...
 
     def write_document(self, doc: Document) -> None:
         """Persist a parsed document, its pages and chunks in one transaction (stage `parsed`);
@@ -77,7 +86,8 @@ class DocumentStore(Protocol):
 
     def page_chunk_texts(self, pages: Sequence[tuple[str, int]]) -> dict[tuple[str, int], list[tuple[str, str]]]: ...
 
-    def page_sizes(self, doc_id: str) -> list[tuple[int, float, float]]: ...
+    def get_pages(self, doc_id: str) -> list[Page]:
+        """A document's pages in order: number, size in points, OCR and vision flags (no chunks)."""
 
     def count_chunks(self, doc_id: str | None = None) -> int: ...
 
@@ -190,6 +200,9 @@ class LayerStore(Protocol):
 
     def reconcile_totals(self) -> dict[str, int]: ...
 
+    def reconcile_counts(self, doc_id: str) -> dict[str, int]:
+        """What reconciliation counted for one document ({} before it ran)."""
+
     def dropped_in(self, chunk_ids: Sequence[str]) -> list[Decision]: ...
 
     def decisions(self, doc_id: str | None = None) -> list[Decision]: ...
@@ -225,3 +238,40 @@ class GraphStore(DocumentStore, HypergraphStore, Protocol):
 
 class Store(DocumentStore, HypergraphStore, LayerStore, Protocol):
     """A whole collection's store: what `open_store` returns."""
+
+
+class ModelRecordStore(Protocol):
+    """A collection's model-call records: cached replies, usage per stage, server profiles.
+
+    Shared by every process using the collection; `store.model_records.ModelRecords` implements it
+    for both backends, `open_model_records(location)` opens it.
+    """
+
+    where: str
+
+    def reply(self, key: str) -> CachedReply | None: ...
+
+    def put_reply(self, key: str, model: str, response: str, prompt_tokens: int, completion_tokens: int) -> None: ...
+
+    def discard_reply(self, key: str) -> None: ...
+
+    def clear_replies(self, model: str | None = None) -> int:
+        """Forget every reply (or one model's); how many were removed."""
+
+    def replies(self) -> list[tuple[str, CachedReply]]: ...
+
+    def count_replies(self) -> int: ...
+
+    def add_usage(self, stage: str, delta: Mapping[str, float]) -> None: ...
+
+    def usage(self) -> dict[str, dict[str, Any]]: ...
+
+    def reset_usage(self) -> None: ...
+
+    def profile(self, key: str) -> tuple[str, float] | None: ...
+
+    def put_profile(self, key: str, profile: str, probed_at: float) -> None: ...
+
+    def forget_profiles(self) -> None: ...
+
+    def close(self) -> None: ...

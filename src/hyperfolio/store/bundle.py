@@ -3,17 +3,21 @@
 A bundle is a directory:
 
 - `manifest.json`: format name and version, counts, the embedder from meta, when it was made;
-- `meta.json`: the meta keys the project sets (the protocol cannot list keys, so they are named here);
-- `documents.jsonl`: one document a line, with its status, pages and chunks (the `Document` fields);
+- `meta.json`: the collection's meta keys (which embedder, build settings, ...), its schema version aside;
+- `documents.jsonl`: one document a line, with its status, meta, when it was added, its pages (size,
+  OCR and vision flags) and chunks (the `Document` fields), and what reconciliation counted in it;
 - `entities.jsonl` / `hyperedges.jsonl`: hypergraph items with the chunk ids they came from;
 - `vectors.jsonl`: every vector of every space (chunks, entities, hyperedges, concepts, relations,
   themes) with its item and document, as base64 float32 (little-endian), so search is exactly as before;
 - `decisions.jsonl`, `builds.jsonl`, `stage_times.jsonl`, `refine_state.jsonl`: the bookkeeping;
+- `model_replies.jsonl`, `model_usage.json`: the model-call cache and accounting (when exported from a
+  collection), so a rebuild after import costs no model calls already paid for;
 - `hypergraph.hif.json` (the Hypergraph Interchange Format) and `hypergraph.graphml` (the bipartite
   incidence graph), for other tools; import ignores them.
 
 A bundle without `vectors.jsonl` (written by hand, or trimmed) can still be imported: given an
 `embed` function, import re-embeds the chunk vectors; graph vectors then need a graph rebuild.
+Import is all or nothing: when it fails, what it had written is removed again.
 """
 
 from __future__ import annotations
@@ -32,15 +36,14 @@ import numpy as np
 
 from hyperfolio.errors import StoreError
 from hyperfolio.model import Chunk, Decision, Document, Entity, Hyperedge, Page
-from hyperfolio.store.base import CHUNK_SPACE, SPACES, STAGE_PARSED, Store
+from hyperfolio.store.base import CHUNK_SPACE, SPACES, STAGE_PARSED, ModelRecordStore, Store
 
 if TYPE_CHECKING:
     from hyperfolio.collection import Collection
 
 BUNDLE_FORMAT = "hyperfolio-bundle"
 BUNDLE_VERSION = 1
-# Meta keys the project writes; the protocol offers no way to list them, so these are what travels.
-META_KEYS = ("embedder", "embed_dim", "build_settings", "viz_layouts")
+LOCAL_META = ("schema_version",)  # meta that belongs to the store it is in, not to the collection
 EMBED_BATCH = 64
 IMAGES = "images"  # the collection folder's picture files, by relative image_path
 VECTORS = "vectors.jsonl"
@@ -85,9 +88,14 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     if not path.is_file():
         return
     with path.open(encoding="utf-8") as lines:
-        for line in lines:
+        for number, line in enumerate(lines, start=1):
             if line.strip():
-                yield json.loads(line)
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise BundleError(
+                        f"{path} line {number}: not valid JSON ({exc.msg}); nothing was imported"
+                    ) from exc
 
 
 def _chunk_dict(chunk: Chunk) -> dict[str, Any]:
@@ -148,11 +156,14 @@ def incidence_graph(entities: list[Entity], edges: list[Hyperedge]) -> nx.Graph:
     return graph
 
 
-def export_bundle(store: Store, out_dir: Path, files: Path | None = None) -> BundleReport:
+def export_bundle(
+    store: Store, out_dir: Path, files: Path | None = None, records: ModelRecordStore | None = None
+) -> BundleReport:
     """Write the whole store as a bundle in `out_dir` (created; it must be empty if it exists).
 
     `files`: the collection's folder, whose `images/` (chunk pictures, named by relative
-    `image_path`) the store does not hold and so are copied beside the JSON.
+    `image_path`) the store does not hold and so are copied beside the JSON; `records`: its
+    model-call records.
     """
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -166,8 +177,8 @@ def export_bundle(store: Store, out_dir: Path, files: Path | None = None) -> Bun
         for info in infos:
             chunks = list(store.iter_chunks(info.doc_id))
             pages = [
-                {"number": n, "width": w, "height": h, "chunks": [_chunk_dict(c) for c in chunks if c.page == n]}
-                for n, w, h in store.page_sizes(info.doc_id)
+                {**asdict(page), "chunks": [_chunk_dict(c) for c in chunks if c.page == page.number]}
+                for page in store.get_pages(info.doc_id)
             ]
             yield {
                 "doc_id": info.doc_id,
@@ -177,6 +188,8 @@ def export_bundle(store: Store, out_dir: Path, files: Path | None = None) -> Bun
                 "content_hash": info.content_hash,
                 "status": info.status,
                 "added_at": info.added_at,
+                "meta": info.meta,
+                "reconcile_counts": store.reconcile_counts(info.doc_id),
                 "pages": pages,
             }
 
@@ -208,7 +221,7 @@ def export_bundle(store: Store, out_dir: Path, files: Path | None = None) -> Bun
         out_dir / "stage_times.jsonl",
         ({"doc_id": doc_id, "seconds": times} for doc_id in doc_ids if (times := store.stage_times(doc_id))),
     )
-    meta = {key: value for key in META_KEYS if (value := store.get_meta(key)) is not None}
+    meta = {key: value for key, value in store.meta_items().items() if key not in LOCAL_META}
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     (out_dir / "hypergraph.hif.json").write_text(json.dumps(hif_of(entities, edges)), encoding="utf-8")
@@ -218,6 +231,11 @@ def export_bundle(store: Store, out_dir: Path, files: Path | None = None) -> Bun
         shutil.copytree(Path(files) / IMAGES, out_dir / IMAGES)
         report.counts["images"] = sum(1 for p in (out_dir / IMAGES).rglob("*") if p.is_file())
     report.counts["vectors"] = _write_jsonl(out_dir / VECTORS, _vector_rows(store))
+    if records is not None:
+        report.counts["model_replies"] = _write_jsonl(
+            out_dir / "model_replies.jsonl", (asdict(reply) | {"key": key} for key, reply in records.replies())
+        )
+        (out_dir / "model_usage.json").write_text(json.dumps(records.usage(), indent=2), encoding="utf-8")
     manifest = {
         "format": BUNDLE_FORMAT,
         "version": BUNDLE_VERSION,
@@ -274,18 +292,35 @@ def read_manifest(bundle_dir: Path) -> dict[str, Any]:
 
 
 def import_bundle(
-    store: Store, bundle_dir: Path, embed: Embed | None = None, files: Path | None = None
+    store: Store,
+    bundle_dir: Path,
+    embed: Embed | None = None,
+    files: Path | None = None,
+    records: ModelRecordStore | None = None,
 ) -> BundleReport:
     """Load a bundle into an empty store; `embed` (chunks -> vectors) re-makes the chunk vectors,
-    and the bundle's images go to the collection folder `files` when given.
+    the bundle's images go to the collection folder `files` and its model calls into `records`.
 
     Without `embed` the documents stay at stage `parsed`, so nothing claims to be searchable by
-    vector when it is not; with it they get their exported status back.
+    vector when it is not; with it they get their exported status back. When anything fails, the
+    documents and graph written so far are removed and the error is raised.
     """
     bundle_dir = Path(bundle_dir)
     read_manifest(bundle_dir)
     if store.list_documents():
         raise BundleError("the target collection is not empty; import into a new one")
+    try:
+        return _import(store, bundle_dir, embed, files, records)
+    except BaseException:
+        for info in store.list_documents():
+            store.remove_document(info.doc_id)
+        store.clear_graph()
+        raise
+
+
+def _import(
+    store: Store, bundle_dir: Path, embed: Embed | None, files: Path | None, records: ModelRecordStore | None
+) -> BundleReport:
     report = BundleReport(bundle_dir)
     meta = (
         json.loads((bundle_dir / "meta.json").read_text(encoding="utf-8"))
@@ -293,18 +328,37 @@ def import_bundle(
         else {}
     )
     for key, value in meta.items():
-        store.set_meta(key, value)
+        if key not in LOCAL_META:
+            store.set_meta(key, value)
 
     docs = chunks = 0
     has_vectors = (bundle_dir / VECTORS).is_file()
     statuses: dict[str, str] = {}
     for row in _read_jsonl(bundle_dir / "documents.jsonl"):
         pages = [
-            Page(p["number"], [_chunk_of(c) for c in p["chunks"]], width=p["width"], height=p["height"])
+            Page(
+                p["number"],
+                [_chunk_of(c) for c in p["chunks"]],
+                width=p["width"],
+                height=p["height"],
+                ocr=p.get("ocr", False),
+                vision_dominant=p.get("vision_dominant", False),
+            )
             for p in row["pages"]
         ]
-        doc = Document(row["doc_id"], row["source"], row["title"], row["kind"], pages, row["content_hash"])
+        doc = Document(
+            row["doc_id"],
+            row["source"],
+            row["title"],
+            row["kind"],
+            pages,
+            row["content_hash"],
+            meta=row.get("meta") or {},
+            added_at=row.get("added_at") or 0.0,
+        )
         store.write_document(doc)
+        if row.get("reconcile_counts"):
+            store.save_reconcile_counts(doc.doc_id, row["reconcile_counts"])
         docs += 1
         chunks += len(doc.chunks)
         statuses[doc.doc_id] = row["status"]
@@ -354,6 +408,16 @@ def import_bundle(
         for doc_id, status in statuses.items():
             if status and status != STAGE_PARSED:
                 store.set_stage(doc_id, status)
+
+    if records is not None:
+        replies = 0
+        for row in _read_jsonl(bundle_dir / "model_replies.jsonl"):
+            records.put_reply(row["key"], row["model"], row["response"], row["prompt_tokens"], row["completion_tokens"])
+            replies += 1
+        report.counts["model_replies"] = replies
+        if (bundle_dir / "model_usage.json").is_file():
+            for stage, counts in json.loads((bundle_dir / "model_usage.json").read_text(encoding="utf-8")).items():
+                records.add_usage(stage, counts)
 
     if files is not None and (bundle_dir / IMAGES).is_dir():
         shutil.copytree(bundle_dir / IMAGES, Path(files) / IMAGES, dirs_exist_ok=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 from hyperfolio.model import Decision, FactRow
 from hyperfolio.phrases import normalize_name
+from hyperfolio.store.common_sql import counts_of
 
 CONCEPT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS facts (
@@ -150,7 +151,17 @@ class ConceptTables:
                 "INSERT INTO conflict_log(doc_id, kind, decision, fact, other, reason, evidence, decided_by,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (d.doc_id, d.kind, d.decision, d.fact, d.other, d.reason, json.dumps(d.evidence), d.decided_by, now)
+                    (
+                        d.doc_id,
+                        d.kind,
+                        d.decision,
+                        d.fact,
+                        d.other,
+                        d.reason,
+                        json.dumps(d.evidence),
+                        d.decided_by,
+                        d.created_at or now,
+                    )
                     for d in decisions
                 ],
             )
@@ -160,6 +171,10 @@ class ConceptTables:
             db.execute(
                 "INSERT OR REPLACE INTO reconcile_stats(doc_id, counts) VALUES (?, ?)", (doc_id, json.dumps(counts))
             )
+
+    def reconcile_counts(self, doc_id: str) -> dict[str, int]:
+        rows = self._query("SELECT counts FROM reconcile_stats WHERE doc_id = ?", (doc_id,))
+        return counts_of(json.loads(rows[0][0])) if rows else {}
 
     def reconcile_totals(self) -> dict[str, int]:
         totals = dict.fromkeys(RECONCILE_COUNTS, 0)

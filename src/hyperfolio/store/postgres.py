@@ -38,10 +38,12 @@ from psycopg.types.json import Jsonb
 
 from hyperfolio.errors import DuplicateDocument, StoreError
 from hyperfolio.lexicon import STOPWORDS
-from hyperfolio.model import Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge
+from hyperfolio.model import Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge, Page
 from hyperfolio.phrases import normalize_name
 from hyperfolio.store.base import RECONCILE_COUNTS, STAGE_PARSED, STAGE_READY
+from hyperfolio.store.common_sql import CLAIM, CLAIM_TABLE, DOC_SELECT, PAGE_SELECT, counts_of, info_of, page_of, pg
 from hyperfolio.store.concept_tables import LAYER_TABLES, concept_id
+from hyperfolio.store.model_records import MODEL_SCHEMA, MODEL_TABLES, ModelRecords
 
 SCHEMA_VERSION = "1"
 
@@ -60,9 +62,12 @@ GRAPH_SPACES = ("entity", "hyperedge", "concept", "relation", "theme")
 
 # Every text column sorts bytewise, as SQLite's BINARY collation does, whatever the database's locale:
 # ORDER BY then gives the same order on both backends.
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
+"""
+    + CLAIM_TABLE.format(time="DOUBLE PRECISION")
+    + """CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,
     source TEXT NOT NULL,
     title TEXT NOT NULL,
@@ -245,6 +250,7 @@ CREATE TABLE IF NOT EXISTS conflict_log (
 CREATE INDEX IF NOT EXISTS conflict_log_doc ON conflict_log(doc_id);
 CREATE TABLE IF NOT EXISTS reconcile_stats (doc_id TEXT PRIMARY KEY, counts JSONB NOT NULL);
 """
+)
 SCHEMA = re.sub(r"\bTEXT\b(\[\])?", lambda m: m.group(0) + ' COLLATE "C"', _SCHEMA)
 
 # Tables in an order that satisfies the foreign keys (copy_to fills them in it).
@@ -272,6 +278,7 @@ TABLES = (
     "concept_evidence",
     "conflict_log",
     "reconcile_stats",
+    *MODEL_TABLES,
 )
 IDENTITY_COLUMNS = (
     ("chunk_fts", "seq"),
@@ -445,6 +452,8 @@ class PostgresStore:
                         " WITH hyperfolio_porter"
                     )
                 self._db.execute(SCHEMA)
+                for statement in MODEL_SCHEMA:
+                    self._db.execute(statement)
                 self._db.execute(
                     "INSERT INTO meta(key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
                     (SCHEMA_VERSION,),
@@ -490,6 +499,21 @@ class PostgresStore:
             self._closed = True
             self._db.close()
 
+    def claim(self, key: str, owner: str, seconds: float, dead: str = "") -> str | None:
+        """As SQLite's, timed by the server's clock (workers on several machines need not agree on the time)."""
+        with self.transaction() as cur:
+            (now,) = cur.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone() or (0.0,)
+            cur.execute(pg(CLAIM), (key, owner, now + seconds, now, dead))
+            (holder,) = cur.execute("SELECT owner FROM claims WHERE key = %s", (key,)).fetchone() or (owner,)
+        return None if holder == owner else holder
+
+    def release(self, key: str, owner: str) -> None:
+        with self.transaction() as cur:
+            cur.execute("DELETE FROM claims WHERE key = %s AND owner = %s", (key, owner))
+
+    def meta_items(self) -> dict[str, str]:
+        return dict(self._query("SELECT key, value FROM meta ORDER BY key"))
+
     def get_meta(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = %s", (key,))
         return rows[0][0] if rows else None
@@ -530,7 +554,7 @@ class PostgresStore:
                     doc.content_hash,
                     len(doc.pages),
                     _json(doc.meta),
-                    now,
+                    doc.added_at or now,
                     len(fts),
                     sum(row[2] for row in fts),
                 ),
@@ -560,29 +584,23 @@ class PostgresStore:
             if not cur.rowcount:
                 raise StoreError(f"document {doc_id} is no longer in the collection")
 
-    _DOC_SELECT = (
-        "SELECT d.doc_id, d.source, d.title, d.kind, d.content_hash, d.num_pages,"
-        " (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id), COALESCE(s.stage, ''), d.added_at"
-        " FROM documents d LEFT JOIN doc_status s ON s.doc_id = d.doc_id"
-    )
-
     def list_documents(self) -> list[DocumentInfo]:
-        return [DocumentInfo(*r) for r in self._query(self._DOC_SELECT + " ORDER BY d.added_at, d.doc_id")]
+        return [_info(r) for r in self._query(DOC_SELECT + " ORDER BY d.added_at, d.doc_id")]
 
     def titles(self) -> dict[str, str]:
         return dict(self._query("SELECT doc_id, title FROM documents ORDER BY added_at, doc_id"))
 
     def get_document(self, doc_id: str) -> DocumentInfo | None:
-        rows = self._query(self._DOC_SELECT + " WHERE d.doc_id = %s", (doc_id,))
-        return DocumentInfo(*rows[0]) if rows else None
+        rows = self._query(DOC_SELECT + " WHERE d.doc_id = %s", (doc_id,))
+        return _info(rows[0]) if rows else None
 
     def document_by_hash(self, content_hash: str) -> DocumentInfo | None:
-        rows = self._query(self._DOC_SELECT + " WHERE d.content_hash = %s", (content_hash,))
-        return DocumentInfo(*rows[0]) if rows else None
+        rows = self._query(DOC_SELECT + " WHERE d.content_hash = %s", (content_hash,))
+        return _info(rows[0]) if rows else None
 
     def documents_by_source(self, source: str) -> list[DocumentInfo]:
-        rows = self._query(self._DOC_SELECT + " WHERE d.source = %s ORDER BY d.added_at, d.doc_id", (source,))
-        return [DocumentInfo(*r) for r in rows]
+        rows = self._query(DOC_SELECT + " WHERE d.source = %s ORDER BY d.added_at, d.doc_id", (source,))
+        return [_info(r) for r in rows]
 
     def remove_document(self, doc_id: str) -> None:
         """Delete a document, its chunks and vectors, and hypergraph items only it supported."""
@@ -669,10 +687,8 @@ class PostgresStore:
                 out.setdefault((doc, int(page)), []).append((chunk_id, text))
         return out
 
-    def page_sizes(self, doc_id: str) -> list[tuple[int, float, float]]:
-        """(number, width, height) of each page of a document, in points."""
-        rows = self._query("SELECT number, width, height FROM pages WHERE doc_id = %s ORDER BY number", (doc_id,))
-        return [(int(n), float(w or 0.0), float(h or 0.0)) for n, w, h in rows]
+    def get_pages(self, doc_id: str) -> list[Page]:
+        return [page_of(r) for r in self._query(pg(PAGE_SELECT), (doc_id,))]
 
     def count_chunks(self, doc_id: str | None = None) -> int:
         if doc_id is None:
@@ -1287,7 +1303,17 @@ class PostgresStore:
                 "INSERT INTO conflict_log(doc_id, kind, decision, fact, other, reason, evidence, decided_by,"
                 " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s::text[], %s, %s)",
                 [
-                    (d.doc_id, d.kind, d.decision, d.fact, d.other, d.reason, list(d.evidence), d.decided_by, now)
+                    (
+                        d.doc_id,
+                        d.kind,
+                        d.decision,
+                        d.fact,
+                        d.other,
+                        d.reason,
+                        list(d.evidence),
+                        d.decided_by,
+                        d.created_at or now,
+                    )
                     for d in decisions
                 ],
             )
@@ -1299,6 +1325,10 @@ class PostgresStore:
                 " ON CONFLICT (doc_id) DO UPDATE SET counts = excluded.counts",
                 (doc_id, _json(counts)),
             )
+
+    def reconcile_counts(self, doc_id: str) -> dict[str, int]:
+        rows = self._query("SELECT counts FROM reconcile_stats WHERE doc_id = %s", (doc_id,))
+        return counts_of(dict(rows[0][0])) if rows else {}
 
     def reconcile_totals(self) -> dict[str, int]:
         totals = dict.fromkeys(RECONCILE_COUNTS, 0)
@@ -1482,12 +1512,29 @@ def remove_store(url: str) -> None:
     try:
         with psycopg.connect(url, autocommit=True) as db, db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            for table in reversed(TABLES):
+            for table in ("claims", *reversed(TABLES)):
                 db.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
             db.execute(f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {FTS_CONFIG}")
             db.execute("DROP TEXT SEARCH DICTIONARY IF EXISTS hyperfolio_porter")
     except psycopg.Error as exc:
         raise StoreError(f"cannot remove the collection in {redact(url)}: {exc}") from exc
+
+
+def open_model_records(url: str) -> ModelRecords:
+    """The model-call records in the collection's database (their tables created when missing)."""
+
+    def connect() -> psycopg.Connection:
+        try:
+            db = psycopg.connect(url, autocommit=True)
+            with db.transaction():
+                db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                for statement in MODEL_SCHEMA:
+                    db.execute(statement)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the model records in {redact(url)}: {exc}") from exc
+        return db
+
+    return ModelRecords(connect, placeholder="%s", reconnect_on=(psycopg.OperationalError,), where=redact(url))
 
 
 def _index_name(space: str) -> str:
@@ -1547,3 +1594,7 @@ def _row_decision(r: tuple) -> Decision:
 
 
 __all__ = ["EXACT_SEARCH_MAX", "PostgresStore", "fts_tokens", "query_terms", "redact", "remove_store", "store_exists"]
+
+
+def _info(row: Sequence[Any]) -> DocumentInfo:
+    return info_of(row, dict(row[9] or {}))

@@ -22,10 +22,12 @@ import numpy as np
 
 from hyperfolio.errors import DuplicateDocument, StoreError
 from hyperfolio.lexicon import STOPWORDS
-from hyperfolio.model import Chunk, Document, DocumentInfo, Entity, Hyperedge
+from hyperfolio.model import Chunk, Document, DocumentInfo, Entity, Hyperedge, Page
 from hyperfolio.phrases import normalize_name
 from hyperfolio.store.base import STAGE_PARSED, STAGE_READY
+from hyperfolio.store.common_sql import CLAIM, CLAIM_TABLE, DOC_SELECT, PAGE_SELECT, info_of, page_of
 from hyperfolio.store.concept_tables import CONCEPT_SCHEMA, LAYER_TABLES, ConceptTables
+from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
 
 DB_NAME = "hyperfolio.db"
 SCHEMA_VERSION = "2"
@@ -39,7 +41,9 @@ FTS_SCHEMA = """CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 SCHEMA = (
     """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
+"""
+    + CLAIM_TABLE.format(time="REAL")
+    + """CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,
     source TEXT NOT NULL,
     title TEXT NOT NULL,
@@ -236,6 +240,20 @@ class SQLiteStore(ConceptTables):
         with self._lock:
             self._db.close()
 
+    def claim(self, key: str, owner: str, seconds: float, dead: str = "") -> str | None:
+        now = time.time()
+        with self.transaction() as db:
+            db.execute(CLAIM, (key, owner, now + seconds, now, dead))
+            holder = db.execute("SELECT owner FROM claims WHERE key = ?", (key,)).fetchone()[0]
+        return None if holder == owner else holder
+
+    def release(self, key: str, owner: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+
+    def meta_items(self) -> dict[str, str]:
+        return dict(self._query("SELECT key, value FROM meta ORDER BY key"))
+
     def get_meta(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None
@@ -265,7 +283,7 @@ class SQLiteStore(ConceptTables):
                     doc.content_hash,
                     len(doc.pages),
                     json.dumps(doc.meta, default=str),
-                    now,
+                    doc.added_at or now,
                 ),
             )
             db.executemany(
@@ -299,29 +317,23 @@ class SQLiteStore(ConceptTables):
         with self._lock:
             self._matrices.clear()
 
-    _DOC_SELECT = (
-        "SELECT d.doc_id, d.source, d.title, d.kind, d.content_hash, d.num_pages,"
-        " (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id), COALESCE(s.stage, ''), d.added_at"
-        " FROM documents d LEFT JOIN doc_status s ON s.doc_id = d.doc_id"
-    )
-
     def list_documents(self) -> list[DocumentInfo]:
-        return [DocumentInfo(*r) for r in self._query(self._DOC_SELECT + " ORDER BY d.added_at")]
+        return [_info(r) for r in self._query(DOC_SELECT + " ORDER BY d.added_at")]
 
     def titles(self) -> dict[str, str]:
         return dict(self._query("SELECT doc_id, title FROM documents"))
 
     def get_document(self, doc_id: str) -> DocumentInfo | None:
-        rows = self._query(self._DOC_SELECT + " WHERE d.doc_id = ?", (doc_id,))
-        return DocumentInfo(*rows[0]) if rows else None
+        rows = self._query(DOC_SELECT + " WHERE d.doc_id = ?", (doc_id,))
+        return _info(rows[0]) if rows else None
 
     def document_by_hash(self, content_hash: str) -> DocumentInfo | None:
-        rows = self._query(self._DOC_SELECT + " WHERE d.content_hash = ?", (content_hash,))
-        return DocumentInfo(*rows[0]) if rows else None
+        rows = self._query(DOC_SELECT + " WHERE d.content_hash = ?", (content_hash,))
+        return _info(rows[0]) if rows else None
 
     def documents_by_source(self, source: str) -> list[DocumentInfo]:
-        rows = self._query(self._DOC_SELECT + " WHERE d.source = ? ORDER BY d.added_at", (source,))
-        return [DocumentInfo(*r) for r in rows]
+        rows = self._query(DOC_SELECT + " WHERE d.source = ? ORDER BY d.added_at", (source,))
+        return [_info(r) for r in rows]
 
     def remove_document(self, doc_id: str) -> None:
         """Delete a document, its chunks and vectors, and hypergraph items only it supported."""
@@ -416,10 +428,8 @@ class SQLiteStore(ConceptTables):
                 out.setdefault((doc, int(page)), []).append((chunk_id, text))
         return out
 
-    def page_sizes(self, doc_id: str) -> list[tuple[int, float, float]]:
-        """(number, width, height) of each page of a document, in points."""
-        rows = self._query("SELECT number, width, height FROM pages WHERE doc_id = ? ORDER BY number", (doc_id,))
-        return [(int(n), float(w or 0.0), float(h or 0.0)) for n, w, h in rows]
+    def get_pages(self, doc_id: str) -> list[Page]:
+        return [page_of(r) for r in self._query(PAGE_SELECT, (doc_id,))]
 
     def count_chunks(self, doc_id: str | None = None) -> int:
         if doc_id is None:
@@ -931,3 +941,27 @@ def _row_chunk(r: tuple) -> Chunk:
         placeholder=bool(r[13]),
         meta=json.loads(r[14]),
     )
+
+
+def open_model_records(directory: str | Path) -> ModelRecords:
+    """The model-call records in a collection directory's database (created when missing)."""
+    path = Path(directory) / DB_NAME
+
+    def connect() -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Another process may hold the write lock for a document step: wait for it rather than fail.
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        for statement in MODEL_SCHEMA:
+            db.execute(statement)
+        return db
+
+    try:
+        return ModelRecords(connect, where=str(path))
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the model records in {path}: {exc}") from exc
+
+
+def _info(row: Sequence[Any]) -> DocumentInfo:
+    return info_of(row, json.loads(row[9] or "{}"))
