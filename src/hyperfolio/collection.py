@@ -391,14 +391,15 @@ class Collection:
         executor = self._executor(jobs, workers, ray)
         ahead = ParseAhead(executor, self.settings.parse)
         try:
-            for index, job in enumerate(jobs):
-                ahead.fill(jobs[index:], self._prepare)
-                progress.file_started(str(job.path))
-                with self._lock:
-                    result = self._add_one(job, ahead, progress)
-                job.data, job.parts = b"", []  # the next files' bytes, not every file's, stay in memory
-                report.results.append(result)
-                progress.file_finished(result)
+            with self.store.bulk():  # a PostgreSQL space outgrowing exact search gets its index once, at the end
+                for index, job in enumerate(jobs):
+                    ahead.fill(jobs[index:], self._prepare)
+                    progress.file_started(str(job.path))
+                    with self._lock:
+                        result = self._add_one(job, ahead, progress)
+                    job.data, job.parts = b"", []  # the next files' bytes, not every file's, stay in memory
+                    report.results.append(result)
+                    progress.file_finished(result)
         except BaseException:  # an interrupt: stop the workers now, what was written stays
             ahead.executor.close(abandon=True)
             raise

@@ -923,6 +923,32 @@ def test_postgres_approximate_search_above_the_exact_limit(pg, monkeypatch):
     assert pg.vector_search("scale", np.ones(8, dtype=np.float32), 3)[0][0] == "b0"
 
 
+def test_postgres_bulk_load_builds_the_index_once_at_the_end(pg, monkeypatch):
+    from hyperfolio.store import postgres
+
+    monkeypatch.setattr(postgres, "EXACT_SEARCH_MAX", 100)
+    pg.write_document(document("big", [[chunk("big", 1, 0, "text", "x")]]))
+    pg.set_stage("big", STAGE_READY)
+    data = vectors_for(["x"] * 300, dim=16, seed=3)
+    query = vectors_for(["q"], dim=16, seed=4)[0]
+    exact = [f"b{i}" for i in np.argsort(-(data @ query))[:5]]
+
+    def indexed() -> list[tuple]:
+        return pg._query("SELECT indexed FROM vector_spaces WHERE space = 'bulk'")
+
+    with pytest.raises(KeyboardInterrupt), pg.bulk():
+        pg.put_vectors("bulk", [(f"b{i}", "big") for i in range(150)], data[:150])
+        raise KeyboardInterrupt  # an interrupted load leaves the index to the next one
+    assert indexed() == [(False,)]
+    with pg.bulk():
+        with pg.bulk():  # nested: only the outermost end builds
+            pg.put_vectors("bulk", [(f"b{i}", "big") for i in range(150, 300)], data[150:])
+        assert indexed() == [(False,)]
+        assert [h[0] for h in pg.vector_search("bulk", query, 5)] == exact  # searched exactly meanwhile
+    assert indexed() == [(True,)]
+    assert len(set(h[0] for h in pg.vector_search("bulk", query, 5)) & set(exact)) >= 4
+
+
 def test_postgres_concurrent_writers(pg_url):
     """Two store objects writing at once (as two processes would): one wins a duplicate, graphs merge."""
     from hyperfolio.store.postgres import PostgresStore
@@ -1116,3 +1142,62 @@ def test_a_dead_local_processs_claim_is_taken_at_once(backend):
     finally:
         claims.close()
         one.close()
+
+
+def test_sqlite_readers_append_what_a_writer_added(tmp_path, monkeypatch):
+    """A reader's in-memory vectors follow another connection's writes: appended when only vectors were
+    added or documents became ready, loaded again after a deletion or a replacement; always ranking as a
+    store opened afresh does."""
+    from hyperfolio.store import sqlite as backend
+    from hyperfolio.store import sqlite_vectors
+
+    loads: list[str] = []
+    real_load = sqlite_vectors.load
+
+    def counted(db, space):
+        loads.append(space)
+        return real_load(db, space)
+
+    monkeypatch.setattr(backend, "load_vectors", counted)  # the store's first look
+    monkeypatch.setattr(sqlite_vectors, "load", counted)  # a refresh that must start over
+    writer, reader = SQLiteStore(tmp_path / "col"), SQLiteStore(tmp_path / "col")
+    rng = np.random.default_rng(9)
+    query = rng.standard_normal(8).astype(np.float32)
+
+    def add(doc: str, n: int, ready: bool = True) -> None:
+        writer.write_document(document(doc, [[chunk(doc, 1, i, "text", f"t{i}") for i in range(n)]]))
+        writer.put_vectors(CHUNK_SPACE, [(f"{doc}:1:{i}", doc) for i in range(n)], rng.standard_normal((n, 8)))
+        if ready:
+            writer.set_stage(doc, STAGE_READY)
+
+    def agree() -> None:
+        fresh = SQLiteStore(tmp_path / "col")
+        try:
+            for scope in (None, ["d0"], ["d1", "d3"]):
+                assert reader.vector_search(CHUNK_SPACE, query, 50, scope) == fresh.vector_search(
+                    CHUNK_SPACE, query, 50, scope
+                ), scope
+        finally:
+            fresh.close()
+
+    try:
+        add("d0", 30)
+        agree()
+        assert loads.count(CHUNK_SPACE) == 2  # the reader's first look, and the fresh store's
+        add("d1", 20)
+        add("d2", 10, ready=False)  # not searchable yet
+        add("d3", 5)
+        agree()
+        writer.set_stage("d2", STAGE_READY)  # its vectors are older than d3's: ties still break by storage order
+        agree()
+        assert loads.count(CHUNK_SPACE) == 4  # two fresh stores; the reader only appended
+        tie = np.ones((2, 8), dtype=np.float32)
+        writer.put_vectors(CHUNK_SPACE, [("d1:1:0", "d1"), ("d3:1:0", "d3")], tie)  # replaced: a deletion
+        agree()
+        assert loads.count(CHUNK_SPACE) == 6  # the reader loaded again, as it must
+        writer.remove_document("d0")
+        agree()
+        assert len(reader.vector_search(CHUNK_SPACE, query, 100)) == 20 + 10 + 5
+    finally:
+        writer.close()
+        reader.close()

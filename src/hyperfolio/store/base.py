@@ -9,6 +9,7 @@ knows no stage or retrieval strategy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -47,6 +48,9 @@ class DocumentStore(Protocol):
     """Documents, pages, chunks, their status, keyword and vector search, and bookkeeping."""
 
     def get_meta(self, key: str) -> str | None: ...
+
+    def bulk(self) -> AbstractContextManager[None]:
+        """A block of many writes (a large `add`, an import): the backend may defer upkeep to its end."""
 
     def claim(self, key: str, owner: str, seconds: float, dead: str = "") -> str | None:
         """Take or renew the claim on `key` for `seconds`: None when `owner` holds it now, else its holder.

@@ -310,7 +310,8 @@ def import_bundle(
     if store.list_documents():
         raise BundleError("the target collection is not empty; import into a new one")
     try:
-        return _import(store, bundle_dir, embed, files, records)
+        with store.bulk():
+            return _import(store, bundle_dir, embed, files, records)
     except BaseException:
         for info in store.list_documents():
             store.remove_document(info.doc_id)

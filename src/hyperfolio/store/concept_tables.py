@@ -243,11 +243,21 @@ class ConceptTables:
                     " GROUP BY hc.concept_id, f.relation, tc.concept_id, p.doc_id",
                     part + part,
                 )
-            db.execute("DELETE FROM entity_concepts WHERE entity_id NOT IN (SELECT entity_id FROM entities)")
-            db.execute(
-                "DELETE FROM concepts WHERE concept_id NOT IN (SELECT concept_id FROM entity_concepts)"
-                " AND concept_id NOT IN (SELECT concept_id FROM concept_evidence)"
-            )
+            # Only these concepts: a sweep of the whole tables per document would grow with the collection.
+            for start in range(0, len(ids), 400):
+                part = ids[start : start + 400]
+                marks = ",".join("?" * len(part))
+                db.execute(
+                    f"DELETE FROM entity_concepts AS ec WHERE ec.concept_id IN ({marks})"
+                    " AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.entity_id = ec.entity_id)",
+                    part,
+                )
+                db.execute(
+                    f"DELETE FROM concepts AS c WHERE c.concept_id IN ({marks})"
+                    " AND NOT EXISTS (SELECT 1 FROM entity_concepts ec WHERE ec.concept_id = c.concept_id)"
+                    " AND NOT EXISTS (SELECT 1 FROM concept_evidence ce WHERE ce.concept_id = c.concept_id)",
+                    part,
+                )
 
     def concept_names(self, concept_ids: Sequence[str]) -> dict[str, str]:
         return dict(self._in_query("SELECT concept_id, name FROM concepts WHERE concept_id IN ({marks})", concept_ids))

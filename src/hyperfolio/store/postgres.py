@@ -52,6 +52,7 @@ SCHEMA_VERSION = "1"
 EXACT_SEARCH_MAX = 20_000
 HNSW_MAX_DIM = 2_000
 HNSW_MAX_EF = 1_000  # pgvector's ceiling for hnsw.ef_search; a larger k is searched exactly
+INDEX_BUILD_MEMORY = "2GB"  # for the session building an HNSW index, not the server
 
 # Advisory lock keys (per database, so per collection): the writer queue, and creating the schema.
 WRITER_LOCK = 0x6879_7065_7266_6F6C  # "hyperfol"
@@ -410,6 +411,7 @@ class PostgresStore:
         self.url = url
         self._lock = threading.RLock()
         self._closed = False
+        self._deferred = 0  # inside bulk(): vector indexes wait for its end
         self._db = self._connect()
         self._create_schema()
 
@@ -763,10 +765,39 @@ class PostgresStore:
             (space, dim),
         )
 
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """A large load: a space that outgrows exact search during the block gets its HNSW index once, at
+        the end, rather than being kept up insert by insert (an index built over the loaded rows takes a
+        fraction of the time); readers meanwhile search it exactly. An index that exists stays up to date."""
+        with self._lock:
+            self._deferred += 1
+        try:
+            yield
+        except BaseException:  # interrupted: the next bulk load's end (or build_indexes) builds them
+            with self._lock:
+                self._deferred -= 1
+            raise
+        with self._lock:
+            self._deferred -= 1
+            if not self._deferred:
+                self.build_indexes()
+
+    def build_indexes(self) -> None:
+        """Give every space past the exact-search limit its index (the ones a bulk load deferred)."""
+        with self.transaction() as cur:
+            spaces = cur.execute("SELECT space, dim FROM vector_spaces WHERE NOT indexed ORDER BY space").fetchall()
+            for space, dim in spaces:
+                self._index_if_large(cur, space, dim)
+
     def _index_if_large(self, cur: psycopg.Cursor, space: str, dim: int) -> None:
+        if self._deferred:
+            return
         row = cur.execute("SELECT indexed FROM vector_spaces WHERE space = %s", (space,)).fetchone()
         if row is None or row[0] or dim > HNSW_MAX_DIM or self._count_upto(cur, space, None) <= EXACT_SEARCH_MAX:
             return
+        # pgvector builds fastest when the graph fits in maintenance memory (a million 384-d vectors: about 2 GB).
+        cur.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
         cur.execute(
             sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw ((vec::vector({})) vector_ip_ops) WHERE space = {}"
@@ -827,7 +858,12 @@ class PostgresStore:
                     return []
                 dim, indexed = found
                 with db.transaction(), db.cursor() as cur:
-                    approximate = indexed and k <= HNSW_MAX_EF and self._count_upto(cur, space, docs) > EXACT_SEARCH_MAX
+                    # An indexed space holds more than the limit; a scope may hold fewer (then exact is exact and fast).
+                    approximate = (
+                        indexed
+                        and k <= HNSW_MAX_EF
+                        and (docs is None or self._count_upto(cur, space, docs) > EXACT_SEARCH_MAX)
+                    )
                     statement, params = self._nearest(cur, space, dim if approximate else None, query, k, docs)
                     rows = cur.execute(statement, params).fetchall()
         except psycopg.DataError as exc:
@@ -913,7 +949,7 @@ class PostgresStore:
                         description = old[1]
                     aliases = list(dict.fromkeys(list(old[2]) + aliases))
                     modality = old[3] if old[3] != "text" else modality
-                norm = entity.norm_name or entity.name.lower()
+                norm = entity.norm_name or normalize_name(entity.name)
                 rows.append((entity.entity_id, entity.name, norm, entity.type, description, modality, aliases))
             cur.executemany(
                 "INSERT INTO entities(entity_id, name, norm_name, type, description, modality, aliases)"
@@ -1405,14 +1441,17 @@ class PostgresStore:
                     " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
                     (ids, ids),
                 )
+            # Only these concepts: a sweep of the whole tables per document would grow with the collection.
             cur.execute(
-                "DELETE FROM entity_concepts ec WHERE NOT EXISTS"
-                " (SELECT 1 FROM entities e WHERE e.entity_id = ec.entity_id)"
+                "DELETE FROM entity_concepts ec WHERE ec.concept_id = ANY(%s::text[]) AND NOT EXISTS"
+                " (SELECT 1 FROM entities e WHERE e.entity_id = ec.entity_id)",
+                (ids,),
             )
             cur.execute(
-                "DELETE FROM concepts c WHERE NOT EXISTS"
+                "DELETE FROM concepts c WHERE c.concept_id = ANY(%s::text[]) AND NOT EXISTS"
                 " (SELECT 1 FROM entity_concepts ec WHERE ec.concept_id = c.concept_id)"
-                " AND NOT EXISTS (SELECT 1 FROM concept_evidence ce WHERE ce.concept_id = c.concept_id)"
+                " AND NOT EXISTS (SELECT 1 FROM concept_evidence ce WHERE ce.concept_id = c.concept_id)",
+                (ids,),
             )
 
     def concept_names(self, concept_ids: Sequence[str]) -> dict[str, str]:

@@ -13,8 +13,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,9 @@ from hyperfolio.store.base import STAGE_PARSED, STAGE_READY
 from hyperfolio.store.common_sql import CLAIM, CLAIM_TABLE, DOC_SELECT, PAGE_SELECT, info_of, page_of
 from hyperfolio.store.concept_tables import CONCEPT_SCHEMA, LAYER_TABLES, ConceptTables
 from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
+from hyperfolio.store.sqlite_vectors import DELETION_LOG, VectorMatrix, prune_deletions
+from hyperfolio.store.sqlite_vectors import load as load_vectors
+from hyperfolio.store.sqlite_vectors import refresh as refresh_vectors
 
 DB_NAME = "hyperfolio.db"
 SCHEMA_VERSION = "2"
@@ -168,16 +170,6 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in unique)
 
 
-@dataclass
-class _VectorMatrix:
-    """All vectors of one space held in memory, with a doc -> rows index for scoped search."""
-
-    ids: list[str] = field(default_factory=list)
-    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    rows_by_doc: dict[str, np.ndarray] = field(default_factory=dict)
-    row_of: dict[str, int] = field(default_factory=dict)  # filled on first use
-
-
 class SQLiteStore(ConceptTables):
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -195,10 +187,13 @@ class SQLiteStore(ConceptTables):
         if version == "1":
             self._migrate_from_1()
         self._db.executescript(SCHEMA)
+        self._db.executescript(DELETION_LOG)
         self._db.execute(FTS_SCHEMA)
         if version != SCHEMA_VERSION:
             self.set_meta("schema_version", SCHEMA_VERSION)
-        self._matrices: dict[str, _VectorMatrix] = {}
+        self._matrices: dict[str, VectorMatrix] = {}
+        self._stale: set[str] = set()  # spaces to bring up to date before their next search
+        self._dirty = False  # this connection wrote vectors or stages (data_version counts only others' writes)
         self._data_version = -1
 
     # ------------------------------------------------------------------ plumbing
@@ -230,6 +225,7 @@ class SQLiteStore(ConceptTables):
                 self._db.execute("ROLLBACK")
                 raise
             else:
+                prune_deletions(self._db)
                 self._db.execute("COMMIT")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
@@ -250,6 +246,10 @@ class SQLiteStore(ConceptTables):
     def release(self, key: str, owner: str) -> None:
         with self.transaction() as db:
             db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+
+    def bulk(self) -> AbstractContextManager[None]:
+        """Nothing to defer: vectors are searched by a scan, FTS5 keeps itself up."""
+        return nullcontext()
 
     def meta_items(self) -> dict[str, str]:
         return dict(self._query("SELECT key, value FROM meta ORDER BY key"))
@@ -315,7 +315,7 @@ class SQLiteStore(ConceptTables):
             if not updated:
                 raise StoreError(f"document {doc_id} is no longer in the collection")
         with self._lock:
-            self._matrices.clear()
+            self._dirty = True
 
     def list_documents(self) -> list[DocumentInfo]:
         return [_info(r) for r in self._query(DOC_SELECT + " ORDER BY d.added_at")]
@@ -464,12 +464,14 @@ class SQLiteStore(ConceptTables):
             raise ValueError("items and vectors differ in length")
         data = np.asarray(vectors, dtype=np.float32)
         with self.transaction() as db:
+            # Replacing deletes first: REPLACE's own deletions would not reach the deletion log's trigger.
+            db.executemany("DELETE FROM vectors WHERE space = ? AND item_id = ?", [(space, i) for i, _ in items])
             db.executemany(
-                "INSERT OR REPLACE INTO vectors(space, item_id, doc_id, vec) VALUES (?, ?, ?, ?)",
+                "INSERT INTO vectors(space, item_id, doc_id, vec) VALUES (?, ?, ?, ?)",
                 [(space, item_id, doc_id, data[i].tobytes()) for i, (item_id, doc_id) in enumerate(items)],
             )
         with self._lock:
-            self._matrices.pop(space, None)
+            self._dirty = True
 
     def missing_vectors(self, space: str, doc_id: str) -> list[Chunk]:
         rows = self._query(
@@ -490,33 +492,22 @@ class SQLiteStore(ConceptTables):
         with self._lock:
             self._matrices.pop(space, None)
 
-    def _matrix(self, space: str) -> _VectorMatrix:
-        """The space's vectors in memory, rebuilt when any connection (another process too) changed the file."""
+    def _matrix(self, space: str) -> VectorMatrix:
+        """The space's vectors in memory, brought up to date when any connection (another process too)
+        changed the file: appended to when vectors were only added, loaded again otherwise."""
         with self._lock:
             version = self._db.execute("PRAGMA data_version").fetchone()[0]
-            if version != self._data_version:
-                self._matrices.clear()
-                self._data_version = version
+            if version != self._data_version or self._dirty:
+                self._data_version, self._dirty = version, False
+                self._stale = set(self._matrices)
             cached = self._matrices.get(space)
             if cached is None:
-                cached = self._matrices[space] = self._load_matrix(space)
+                cached = load_vectors(self._db, space)
+            elif space in self._stale:
+                cached = refresh_vectors(self._db, space, cached)
+            self._stale.discard(space)
+            self._matrices[space] = cached
             return cached
-
-    def _load_matrix(self, space: str) -> _VectorMatrix:
-        rows = self._db.execute(
-            "SELECT v.item_id, v.doc_id, v.vec FROM vectors v JOIN doc_status s ON s.doc_id = v.doc_id"
-            " WHERE v.space = ? AND s.stage = ? ORDER BY v.rowid",
-            (space, STAGE_READY),
-        ).fetchall()
-        vm = _VectorMatrix()
-        if rows:
-            vm.ids = [r[0] for r in rows]
-            vm.matrix = np.vstack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
-            by_doc: dict[str, list[int]] = {}
-            for i, r in enumerate(rows):
-                by_doc.setdefault(r[1], []).append(i)
-            vm.rows_by_doc = {d: np.asarray(ix, dtype=np.int64) for d, ix in by_doc.items()}
-        return vm
 
     def vector_search(
         self, space: str, vector: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
@@ -541,7 +532,7 @@ class SQLiteStore(ConceptTables):
         else:
             candidates = np.arange(len(scores))
         # Best first; equal scores in the order the vectors were stored, as every backend breaks ties.
-        top = candidates[np.lexsort((stored[candidates], -scores[candidates]))][:k]
+        top = candidates[np.lexsort((vm.rowids[stored[candidates]], -scores[candidates]))][:k]
         return [(vm.ids[int(stored[t])], float(scores[t])) for t in top]
 
     def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]:
@@ -593,7 +584,7 @@ class SQLiteStore(ConceptTables):
                     (
                         entity.entity_id,
                         entity.name,
-                        entity.norm_name or entity.name.lower(),
+                        entity.norm_name or normalize_name(entity.name),
                         entity.type,
                         description,
                         modality,
