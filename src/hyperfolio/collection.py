@@ -41,7 +41,15 @@ from hyperfolio.retrieve.evidence import regroup
 from hyperfolio.retrieve.features import Candidates, candidate_features
 from hyperfolio.retrieve.keywords import Decomposer, OfflineDecomposer
 from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
-from hyperfolio.store import Store, is_server_location, local_folder, open_store, remove_store, store_exists
+from hyperfolio.store import (
+    Store,
+    copy_store,
+    is_server_location,
+    local_folder,
+    open_store,
+    remove_store,
+    store_exists,
+)
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.claims import Claims, describe
 from hyperfolio.timing import StageTimes
@@ -617,7 +625,7 @@ class Collection:
                 return existing
             existing.close()
             remove_store(target)
-        self.store.copy_to(target).close()
+        copy_store(self.store, target).close()
         copy = Collection(target, settings=settings, embedder=self._embedder)
         copy.store.clear_graph()
         copy.build_graph()

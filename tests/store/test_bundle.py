@@ -200,3 +200,22 @@ def test_cli_exports_and_imports(source, tmp_path):
     assert taken.exit_code == 1 and "not empty" in said(taken)
     nothing = runner.invoke(app, ["export", str(tmp_path / "b2"), "-c", str(tmp_path / "absent")])
     assert nothing.exit_code == 1 and "no collection" in said(nothing)
+
+
+@pytest.mark.slow
+def test_copy_store_across_backends(source, tmp_path, pg_url):
+    """`copy_store` (what `Collection.variant` copies with) between SQLite and PostgreSQL, both ways."""
+    from hyperfolio.store import copy_store
+
+    col, _ = source
+    server = copy_store(col.store, pg_url)
+    try:
+        assert _content(server) == _content(col.store)
+        back = copy_store(server, tmp_path / "back")
+        try:
+            assert _content(back) == _content(col.store)
+            assert [v[0] for v in back.iter_vectors(SPACES[0])] == [v[0] for v in col.store.iter_vectors(SPACES[0])]
+        finally:
+            back.close()
+    finally:
+        server.close()

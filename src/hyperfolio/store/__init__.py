@@ -65,6 +65,26 @@ def model_records_from(source: ModelRecordStore | str | Path) -> tuple[ModelReco
     return source, False
 
 
+def copy_store(source: Store, location: str | Path) -> Store:
+    """A copy of `source` at `location`, in whichever backend the location names: the backend's own
+    copy when both are of one kind, else through a bundle (every row and vector, exactly)."""
+    if is_server_location(source.location) == is_server_location(location):
+        return source.copy_to(location)
+    import tempfile
+
+    from hyperfolio.store.bundle import export_bundle, import_bundle
+
+    target = open_store(location)
+    try:
+        with tempfile.TemporaryDirectory(prefix="hyperfolio-copy-") as scratch:
+            export_bundle(source, Path(scratch) / "bundle")
+            import_bundle(target, Path(scratch) / "bundle")
+    except BaseException:
+        target.close()
+        raise
+    return target
+
+
 def store_exists(location: str | Path) -> bool:
     """Whether a store is there already (opening one that is not would create it)."""
     if is_server_location(location):
@@ -92,6 +112,7 @@ def remove_store(location: str | Path) -> None:
 __all__ = [
     "ModelRecordStore",
     "Store",
+    "copy_store",
     "is_server_location",
     "local_folder",
     "model_records_from",

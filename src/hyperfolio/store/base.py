@@ -47,6 +47,8 @@ def item_of(key: str) -> str:
 class DocumentStore(Protocol):
     """Documents, pages, chunks, their status, keyword and vector search, and bookkeeping."""
 
+    location: str  # what `open_store` was given: a directory or a server URL
+
     def get_meta(self, key: str) -> str | None: ...
 
     def bulk(self) -> AbstractContextManager[None]:

@@ -408,7 +408,7 @@ class PostgresStore:
     """
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        self.url = self.location = url
         self._lock = threading.RLock()
         self._closed = False
         self._deferred = 0  # inside bulk(): vector indexes wait for its end

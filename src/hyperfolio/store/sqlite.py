@@ -173,6 +173,7 @@ def fts_query(text: str) -> str:
 class SQLiteStore(ConceptTables):
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
+        self.location = str(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / DB_NAME
         try:
