@@ -7,6 +7,7 @@ and the other passes it by.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,10 +24,10 @@ NOTES = {
     "lakes.md": "# Great Lakes\n\nThe Great Lakes region grew fastest, adding 240 MW in 2023.\n",
 }
 ADD = (
-    "import sys\n"
+    "import os, sys\n"
     "from hyperfolio.collection import Collection\n"
     "col = Collection(sys.argv[1], folder=sys.argv[2] or None)\n"
-    "report = col.add(sys.argv[3:])\n"
+    "report = col.add(sys.argv[3:], ray=os.environ.get('TEST_RAY') or None)\n"
     "print(','.join(r.status for r in report.results))\n"
     "col.close()\n"
 )
@@ -59,10 +60,12 @@ def files(folder: Path) -> list[str]:
     return [str(p) for p in paths]
 
 
-def adding(location: str, folder: Path | None, paths: list[str]) -> subprocess.Popen[str]:
-    """`add` in another process; `folder` is a server-backed collection's local folder."""
+def adding(location: str, folder: Path | None, paths: list[str], ray: str = "") -> subprocess.Popen[str]:
+    """`add` in another process; `folder` is a server-backed collection's local folder, `ray` where
+    its pages are parsed ("local": a Ray instance of its own)."""
     return subprocess.Popen(
         [sys.executable, "-c", ADD, location, str(folder) if folder else "", *paths],
+        env={**os.environ, "TEST_RAY": ray},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -94,8 +97,10 @@ def integrity(location: str) -> dict[str, int]:
 def test_two_processes_sharing_the_files_between_them(tmp_path, pg_url_factory):
     paths = files(tmp_path / "docs")
     shared, alone = pg_url_factory(), pg_url_factory()
-    # Two writers at once, each with half of the files; both build the one hypergraph.
-    first = adding(shared, tmp_path / "files", paths[::2])
+    # Two writers at once, each with half of the files; both build the one hypergraph. The first parses
+    # its pages on Ray, as a writer whose cluster parses for it does.
+    pytest.importorskip("ray", reason="Ray is in the test extra: pip install -e '.[test]'")
+    first = adding(shared, tmp_path / "files", paths[::2], ray="local")
     second = adding(shared, tmp_path / "files", paths[1::2])
     outputs = [p.communicate(timeout=600) for p in (first, second)]
     for process, (out, err) in zip((first, second), outputs, strict=True):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import threading
 import time
@@ -52,6 +53,8 @@ SCHEMA_VERSION = "1"
 EXACT_SEARCH_MAX = 20_000
 HNSW_MAX_DIM = 2_000
 HNSW_MAX_EF = 1_000  # pgvector's ceiling for hnsw.ef_search; a larger k is searched exactly
+RARE_TERM_CHUNKS = 20_000  # a keyword search first scores only the chunks of its rarest terms, about this many
+RARE_TERM_STEPS = 3  # ... adding the next rarest term at most this often before scoring every match
 INDEX_BUILD_MEMORY = "2GB"  # for the session building an HNSW index, not the server
 
 # Advisory lock keys (per database, so per collection): the writer queue, and creating the schema.
@@ -123,7 +126,10 @@ CREATE TABLE IF NOT EXISTS chunk_fts (
 );
 CREATE INDEX IF NOT EXISTS chunk_fts_gin ON chunk_fts USING gin (fts);
 CREATE INDEX IF NOT EXISTS chunk_fts_doc ON chunk_fts(doc_id);
-CREATE TABLE IF NOT EXISTS fts_terms (lexeme TEXT PRIMARY KEY, chunks INTEGER NOT NULL);
+-- Per word: how many chunks hold it (BM25's n) and the most it weighs in one (a bound for keyword_search).
+CREATE TABLE IF NOT EXISTS fts_terms (
+    lexeme TEXT PRIMARY KEY, chunks INTEGER NOT NULL, max_tf DOUBLE PRECISION NOT NULL DEFAULT 'Infinity'
+);
 CREATE TABLE IF NOT EXISTS vectors (
     space TEXT NOT NULL,
     item_id TEXT NOT NULL,
@@ -352,11 +358,23 @@ FROM (
 ) AS v
 """
 
+# Each question term's lexeme and how many chunks hold it, and the collection's chunk count: enough to
+# know, before scoring, which terms are rare (see `keyword_search`).
+_TERM_STATS_SQL = """
+SELECT s.lexeme, COALESCE(df.chunks, 0), COALESCE(df.max_tf, 0), (SELECT COALESCE(SUM(fts_rows), 0) FROM documents)
+FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, ord)
+CROSS JOIN LATERAL unnest(to_tsvector('hyperfolio_fts', t.term)) AS s
+LEFT JOIN fts_terms df ON df.lexeme = s.lexeme
+ORDER BY t.ord
+"""
+
 # How many chunks hold each word (BM25's n), kept per word as FTS5's index keeps it, so the IDF is a look-up.
 _TERMS_ADD = """
-INSERT INTO fts_terms(lexeme, chunks)
-SELECT key, count(*) FROM chunk_fts CROSS JOIN LATERAL jsonb_object_keys(tf) AS key WHERE doc_id = %s GROUP BY key
-ON CONFLICT (lexeme) DO UPDATE SET chunks = fts_terms.chunks + excluded.chunks
+INSERT INTO fts_terms(lexeme, chunks, max_tf)
+SELECT key, count(*), max(value::float8) FROM chunk_fts CROSS JOIN LATERAL jsonb_each_text(tf) AS t(key, value)
+WHERE doc_id = %s GROUP BY key
+ON CONFLICT (lexeme) DO UPDATE
+SET chunks = fts_terms.chunks + excluded.chunks, max_tf = GREATEST(fts_terms.max_tf, excluded.max_tf)
 """
 _TERMS_REMOVE = """
 UPDATE fts_terms t SET chunks = t.chunks - gone.n FROM (
@@ -375,7 +393,10 @@ WITH terms AS MATERIALIZED (
     FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, ord)
     CROSS JOIN LATERAL unnest(to_tsvector('hyperfolio_fts', t.term)) AS s
 ),
-question AS MATERIALIZED (SELECT string_agg(DISTINCT quote_literal(lexeme), ' | ')::tsquery AS q FROM terms),
+question AS MATERIALIZED (
+    SELECT string_agg(DISTINCT quote_literal(lexeme), ' | ')::tsquery AS q FROM terms
+    WHERE %(match)s::text[] IS NULL OR lexeme = ANY(%(match)s::text[])
+),
 totals AS MATERIALIZED (
     SELECT COALESCE(SUM(fts_rows), 0)::float8 AS n,
            GREATEST(COALESCE(SUM(fts_tokens), 0)::float8 / GREATEST(COALESCE(SUM(fts_rows), 0), 1), 1e-9) AS avgdl
@@ -454,6 +475,15 @@ class PostgresStore:
                         " WITH hyperfolio_porter"
                     )
                 self._db.execute(SCHEMA)
+                # Collections made before fts_terms kept each word's highest weight: unknown, so unbounded.
+                # (Looked up first: ALTER TABLE would lock the table even when there is nothing to add.)
+                if not self._db.execute(
+                    "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()"
+                    " AND table_name = 'fts_terms' AND column_name = 'max_tf'"
+                ).fetchone():
+                    self._db.execute(
+                        "ALTER TABLE fts_terms ADD COLUMN max_tf DOUBLE PRECISION NOT NULL DEFAULT 'Infinity'"
+                    )
                 for statement in MODEL_SCHEMA:
                     self._db.execute(statement)
                 self._db.execute(
@@ -714,15 +744,51 @@ class PostgresStore:
         terms = query_terms(query)
         if not terms or k < 1:
             return []
-        params: dict[str, Any] = {"terms": terms, "ready": STAGE_READY, "k": k}
+        params: dict[str, Any] = {"terms": terms, "ready": STAGE_READY, "k": k, "match": None}
         scope = ""
         if doc_ids:
             scope, params["docs"] = "AND f.doc_id = ANY(%(docs)s::text[])", list(doc_ids)
+        statement = _KEYWORD_SQL.replace("{scope}", scope)
         try:
-            rows = self._query(_KEYWORD_SQL.replace("{scope}", scope), params)
+            # Score first only the chunks holding the rarest terms; exact once k of them score above what a
+            # chunk holding none of those terms could (MaxScore's argument); else take the next rarest term.
+            for rare, bound in self._rare_term_steps(terms):
+                params["match"] = rare
+                rows = self._query(statement, params)
+                if len(rows) == k and float(rows[-1][1]) > bound * (1 + 1e-9) + 1e-12:
+                    return [(r[0], float(r[1])) for r in rows]
+            params["match"] = None
+            rows = self._query(statement, params)
         except psycopg.Error as exc:
             raise StoreError(f"keyword search failed for {query!r}: {exc}") from exc
         return [(r[0], float(r[1])) for r in rows]
+
+    def _rare_term_steps(self, terms: list[str]) -> list[tuple[list[str], float]]:
+        """Growing sets of the question's rarest lexemes (at most RARE_TERM_STEPS, each scoring at most
+        RARE_TERM_CHUNKS chunks more than the last), each with the most a chunk holding none of them can
+        score: per other term, its IDF times BM25's term factor at the term's highest weight in any chunk
+        and the shortest possible chunk. [] when scoring every match costs about as much.
+        """
+        stats = self._query(_TERM_STATS_SQL, {"terms": terms})
+        if len(stats) < 2:
+            return []
+        total = float(stats[0][3])
+        frequency = {lexeme: int(df) for lexeme, df, _, _ in stats}
+        ceiling: dict[str, float] = {}
+        for lexeme, df, max_tf, _ in stats:
+            idf = max(math.log((max(total - df, 0.0) + 0.5) / (df + 0.5)), 1e-6)
+            f = float(max_tf)
+            factor = 2.2 if math.isinf(f) else f * 2.2 / (f + 1.2 * 0.25)  # k1 + 1 over f + k1 (1 - b)
+            ceiling[lexeme] = ceiling.get(lexeme, 0.0) + idf * factor  # a word twice in the question counts twice
+        order = sorted(frequency, key=lambda x: (frequency[x], x))
+        steps: list[tuple[list[str], float]] = []
+        covered = 0
+        for end in range(1, len(order)):
+            covered += frequency[order[end - 1]]
+            if len(steps) == RARE_TERM_STEPS or (steps and covered > RARE_TERM_CHUNKS * (len(steps) + 1)):
+                break
+            steps.append((order[:end], sum(ceiling[x] for x in order[end:])))
+        return steps
 
     # ------------------------------------------------------------------ vectors
     def put_vectors(self, space: str, items: Sequence[tuple[str, str]], vectors: np.ndarray) -> None:
