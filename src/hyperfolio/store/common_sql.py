@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hyperfolio.model import DocumentInfo, Page
+from hyperfolio.model import Decision, DocumentInfo, Page
 from hyperfolio.store.base import RECONCILE_COUNTS
 
 # Take a free or lapsed claim (or one whose holder is known dead), renew one's own; a live claim of
@@ -49,6 +49,11 @@ def counts_of(counts: dict[str, Any]) -> dict[str, int]:
     """Reconciliation counts in RECONCILE_COUNTS order, any others after them by name."""
     known = [key for key in RECONCILE_COUNTS if key in counts]
     return {key: int(counts[key]) for key in [*known, *sorted(set(counts) - set(known))]}
+
+
+def decision_row(d: Decision, evidence: Any, now: float) -> tuple:
+    """A decision as conflict_log's row (evidence as the backend stores a list; a given time kept)."""
+    return (d.doc_id, d.kind, d.decision, d.fact, d.other, d.reason, evidence, d.decided_by, d.created_at or now)
 
 
 def pg(statement: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from hyperfolio.model import Decision, FactRow
 from hyperfolio.phrases import normalize_name
-from hyperfolio.store.common_sql import counts_of
+from hyperfolio.store.common_sql import counts_of, decision_row
 
 CONCEPT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS facts (
@@ -150,20 +150,7 @@ class ConceptTables:
             db.executemany(
                 "INSERT INTO conflict_log(doc_id, kind, decision, fact, other, reason, evidence, decided_by,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        d.doc_id,
-                        d.kind,
-                        d.decision,
-                        d.fact,
-                        d.other,
-                        d.reason,
-                        json.dumps(d.evidence),
-                        d.decided_by,
-                        d.created_at or now,
-                    )
-                    for d in decisions
-                ],
+                [decision_row(d, json.dumps(d.evidence), now) for d in decisions],
             )
 
     def save_reconcile_counts(self, doc_id: str, counts: dict[str, int]) -> None:

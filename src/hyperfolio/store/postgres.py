@@ -42,7 +42,17 @@ from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge, Page
 from hyperfolio.phrases import normalize_name
 from hyperfolio.store.base import RECONCILE_COUNTS, STAGE_PARSED, STAGE_READY
-from hyperfolio.store.common_sql import CLAIM, CLAIM_TABLE, DOC_SELECT, PAGE_SELECT, counts_of, info_of, page_of, pg
+from hyperfolio.store.common_sql import (
+    CLAIM,
+    CLAIM_TABLE,
+    DOC_SELECT,
+    PAGE_SELECT,
+    counts_of,
+    decision_row,
+    info_of,
+    page_of,
+    pg,
+)
 from hyperfolio.store.concept_tables import LAYER_TABLES, concept_id
 from hyperfolio.store.model_records import MODEL_SCHEMA, MODEL_TABLES, ModelRecords
 
@@ -1404,20 +1414,7 @@ class PostgresStore:
             cur.executemany(
                 "INSERT INTO conflict_log(doc_id, kind, decision, fact, other, reason, evidence, decided_by,"
                 " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s::text[], %s, %s)",
-                [
-                    (
-                        d.doc_id,
-                        d.kind,
-                        d.decision,
-                        d.fact,
-                        d.other,
-                        d.reason,
-                        list(d.evidence),
-                        d.decided_by,
-                        d.created_at or now,
-                    )
-                    for d in decisions
-                ],
+                [decision_row(d, list(d.evidence), now) for d in decisions],
             )
 
     def save_reconcile_counts(self, doc_id: str, counts: dict[str, int]) -> None:
