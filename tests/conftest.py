@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -27,6 +28,40 @@ def _load_fake_server():
 
 
 fake_openai_server = _load_fake_server()
+
+# Programs some tests need from the system, how each is found and how to install it (Debian).
+SYSTEM_PROGRAMS: dict[str, tuple[tuple[str, ...], str]] = {
+    "tesseract": (("tesseract",), "apt-get install tesseract-ocr tesseract-ocr-eng"),
+    "graphviz": (("dot", "twopi", "fdp"), "apt-get install graphviz"),
+    "chromium": (("chromium", "chromium-browser"), "apt-get install chromium"),
+}
+
+
+def missing_program(name: str) -> str | None:
+    """Why a system program the tests need is absent (with its install command), or None when present."""
+    programs, install = SYSTEM_PROGRAMS[name]
+    found = [shutil.which(p) for p in programs]
+    if any(found) if name == "chromium" else all(found):
+        return None
+    return f"needs {name} ({', '.join(p for p, f in zip(programs, found, strict=True) if not f)} not found): {install}"
+
+
+def require_program(name: str) -> None:
+    """Skip when a system program is missing, with its install command as the reason; fail in CI
+    (CI=true), where .ci/run installs them, so a test that should run is never silently skipped."""
+    reason = missing_program(name)
+    if reason is None:
+        return
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """`@pytest.mark.needs("tesseract", "graphviz")`: see `require_program`."""
+    for marker in item.iter_markers(name="needs"):
+        for name in marker.args:
+            require_program(name)
 
 
 @pytest.fixture
@@ -78,8 +113,8 @@ def pdf_writer():
 def browser():
     """Debian's Chromium driven by Playwright (headless), one per test module."""
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' installs Playwright")
+    require_program("chromium")
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert executable, "browser tests run Debian's Chromium: apt-get install chromium (.ci/run does)"
     with playwright.sync_playwright() as p:
         launched = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         yield launched

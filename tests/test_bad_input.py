@@ -73,7 +73,7 @@ def test_corrupt_pdf(tmp_path, good):
     result = add([bad, good], tmp_path / "col")
     assert result.exit_code == 1
     assert re.search(r"not a valid pdf|damaged|corrupt|cannot open", failure_line(result.output, "corrupt.pdf"), re.I)
-    assert "1 ok, 1 failed" in result.output
+    assert "1 added, 1 failed" in result.output
 
 
 def test_truncated_pdf(tmp_path, good):
@@ -83,7 +83,7 @@ def test_truncated_pdf(tmp_path, good):
     result = add([bad, good], tmp_path / "col")
     assert result.exit_code == 1
     assert re.search(r"truncated|not a valid pdf|damaged", failure_line(result.output, "truncated.pdf"), re.I)
-    assert "1 ok, 1 failed" in result.output
+    assert "1 added, 1 failed" in result.output
 
 
 def test_encrypted_pdf(tmp_path, good):
@@ -108,12 +108,12 @@ def test_zero_page_pdf(tmp_path):
 def test_empty_file_and_unsupported_type(tmp_path):
     empty = tmp_path / "empty.pdf"
     empty.write_bytes(b"")
-    sheet = tmp_path / "sheet.xlsx"
+    sheet = tmp_path / "sheet.ods"
     sheet.write_bytes(b"PK\x03\x04 spreadsheet")
     result = add([empty, sheet], tmp_path / "col")
     assert result.exit_code == 1
     assert "empty" in failure_line(result.output, "empty.pdf").lower()
-    assert "unsupported" in failure_line(result.output, "sheet.xlsx").lower()
+    assert "unsupported" in failure_line(result.output, "sheet.ods").lower()
 
 
 def test_image_only_pdf_is_ocred_or_kept_with_placeholder(tmp_path, embedder):

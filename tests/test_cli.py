@@ -69,7 +69,7 @@ def test_add_reports_bad_files_and_exits_nonzero(tmp_path):
     result = runner.invoke(app, ["add", str(bad), str(good), "-c", str(tmp_path / "col")])
     assert result.exit_code == 1
     assert "bad.pdf" in result.output and "failed" in result.output
-    assert "1 ok, 1 failed" in result.output
+    assert "1 added, 1 failed" in result.output
 
 
 def test_unknown_mode_and_unknown_document_are_clear_errors(collection):

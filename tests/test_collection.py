@@ -109,18 +109,18 @@ def test_failures_are_reported_and_the_rest_goes_on(tmp_path, embedder):
     (docs / "good.md").write_text(WIND)
     (docs / "empty.txt").write_bytes(b"")
     (docs / "broken.pdf").write_bytes(b"%PDF-1.7 this is not really a pdf")
-    (docs / "notes.docx").write_bytes(b"PK\x03\x04")
+    (docs / "notes.odt").write_bytes(b"PK\x03\x04")
     col = Collection(tmp_path / "col", embedder=embedder)
     report = col.add(
-        [docs / "good.md", docs / "empty.txt", docs / "broken.pdf", docs / "notes.docx", docs / "missing.pdf"]
+        [docs / "good.md", docs / "empty.txt", docs / "broken.pdf", docs / "notes.odt", docs / "missing.pdf"]
     )
     by_name = {Path(r.path).name: r for r in report.results}
     assert by_name["good.md"].status == "added"
-    for name in ("empty.txt", "broken.pdf", "notes.docx", "missing.pdf"):
+    for name in ("empty.txt", "broken.pdf", "notes.odt", "missing.pdf"):
         assert by_name[name].status == "failed", name
         assert by_name[name].reason, name
     assert "empty" in by_name["empty.txt"].reason.lower()
-    assert "unsupported" in by_name["notes.docx"].reason.lower()
+    assert "unsupported" in by_name["notes.odt"].reason.lower()
     assert len(col.documents()) == 1
     col.close()
 

@@ -10,42 +10,93 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperGroup
 
-from hyperfolio.collection import AddProgress, AddResult, Collection
-from hyperfolio.config import DEFAULT_COLLECTION
+from hyperfolio.cli_common import collection_flag, console, counted, errors, fail, location, open_existing
+from hyperfolio.collection import AddProgress, AddReport, AddResult, Collection
+from hyperfolio.config import SECRET_KEYS, Settings, data_home, user_settings_file
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.models.progress import clock
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve.base import typed_knobs
 from hyperfolio.timing import StageTimes
 
+
+class _Commands(TyperGroup):
+    """Every command's errors end as one line naming what is wrong (`--debug` shows the traceback)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HyperfolioError as exc:
+            if _debugging(ctx):
+                raise
+            fail(str(exc))
+        except (OSError, MemoryError) as exc:
+            if _debugging(ctx):
+                raise
+            fail(f"{type(exc).__name__}: {exc}")
+
+
+def _debugging(ctx: Any) -> bool:
+    return bool((ctx.obj or {}).get("debug")) or os.environ.get("HYPERFOLIO_DEBUG", "") not in {"", "0"}
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="Ask questions of complex documents, offline, with cited answers.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
-console = Console()
-errors = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        console.print(f"hyperfolio {version('hyperfolio')}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")] = False,
+    show_version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Ask questions of complex documents, offline, with cited answers."""
+    ctx.obj = {"debug": debug}
+
 
 CollectionOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--collection",
         "-c",
         envvar="HYPERFOLIO_COLLECTION",
-        help="Collection directory, or a PostgreSQL URL (postgresql://user@host/db).",
-        show_default=True,
+        help="Collection directory, or a PostgreSQL URL (postgresql://user@host/db). "
+        "Default: ~/.local/share/hyperfolio/default.",
+        show_default=False,
     ),
 ]
 ModeOpt = Annotated[
     str | None,
-    typer.Option("--mode", "-m", help="Retrieval mode: auto (default), bm25, dense, hybrid, dual, concept, topdown."),
+    typer.Option(
+        "--mode",
+        "-m",
+        help="Retrieval mode: auto, bm25, dense, hybrid, dual, concept, topdown. "
+        "Default: auto, or the collection's default_mode setting.",
+        show_default=False,
+    ),
 ]
 SetOpt = Annotated[
     list[str] | None,
@@ -65,15 +116,6 @@ ServerOpt = Annotated[
 ]
 
 
-def _open(collection: str) -> Collection:
-    return Collection(collection)
-
-
-def _fail(message: str, code: int = 1) -> NoReturn:
-    errors.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(code)
-
-
 def _knobs(pairs: list[str] | None, mode: str | None) -> dict[str, Any] | None:
     """KEY=VALUE pairs as typed options of the mode's settings section (unknown keys are an error)."""
     if not pairs:
@@ -82,12 +124,12 @@ def _knobs(pairs: list[str] | None, mode: str | None) -> dict[str, Any] | None:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
-            _fail(f"--set expects KEY=VALUE, not {pair!r}")
+            fail(f"--set expects KEY=VALUE, not {pair!r}")
         values[key.strip()] = value.strip()
     try:
         return typed_knobs(mode or "", values)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _query(
@@ -98,7 +140,7 @@ def _query(
     try:
         return method(question, mode=mode, k=k, doc=doc, options=options)
     except (HyperfolioError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 class _BarProgress(AddProgress):
@@ -159,20 +201,46 @@ class _BarProgress(AddProgress):
             self.pages += result.pages
         self._show(result.status)
         if result.status == "failed":
-            self.progress.console.print(f"[red]failed[/red] {result.path}: {result.reason}", soft_wrap=True)
+            self.progress.console.print(
+                f"[red]failed[/red] {escape(result.path)}: {escape(result.reason)}", soft_wrap=True, highlight=False
+            )
         else:
             self.progress.console.print(
-                f"[green]{result.status}[/green] {Path(result.path).name} "
-                f"({result.pages} pages, {result.chunks} chunks, {result.seconds:.1f}s)"
-                + (f" - {result.reason}" if result.reason else ""),
+                f"[green]{result.status}[/green] {escape(Path(result.path).name)} "
+                f"({counted(result.pages, 'page')}, {counted(result.chunks, 'chunk')}, {result.seconds:.1f}s)"
+                + (f" - {escape(result.reason)}" if result.reason else ""),
                 soft_wrap=True,
             )
+
+
+PasswordOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--password",
+        envvar="HYPERFOLIO_PASSWORD",
+        help="Password of encrypted PDFs and Office files (without it, you are asked for each one at a terminal).",
+        show_default=False,
+    ),
+]
+
+
+def _ask_password(path: Path, attempt: int) -> str | None:
+    """Asks at a terminal for an encrypted file's password (again after a wrong one); None gives up."""
+    if not sys.stdin.isatty():
+        return None
+    if attempt:
+        errors.print(f"[yellow]wrong password for {path.name}[/yellow]")
+    try:
+        answer = typer.prompt(f"password for {path.name} (empty: skip it)", hide_input=True, default="")
+    except (EOFError, typer.Abort):
+        return None
+    return answer or None
 
 
 @app.command()
 def add(
     paths: Annotated[list[str], typer.Argument(help="Files, folders or glob patterns.")],
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -185,9 +253,13 @@ def add(
             "--ray", help="Parse on Ray: local (start one here), auto (join this machine's cluster) or an address."
         ),
     ] = None,
+    password: PasswordOpt = None,
 ) -> None:
-    """Index documents (PDF, Markdown, HTML, text). Exit code 1 if any file failed."""
-    col = _open(collection)
+    """Index documents: PDF, Word, PowerPoint, Excel/CSV, images, Markdown, HTML, text. Exit code 1 if any
+    file failed. Interrupted (Ctrl-C), it keeps what was indexed: the same command again resumes."""
+    where = location(collection)
+    col = Collection(where)
+    bar = None
     with Progress(
         TextColumn("[bold]adding"),
         BarColumn(),
@@ -200,25 +272,86 @@ def add(
         transient=False,
     ) as progress:
         task = progress.add_task("add", total=None, rate="", current="")
+        bar = _BarProgress(progress, task)
         try:
             # The CLI parses on one worker per core unless told otherwise (the API stays in-process).
             chosen = workers if workers is not None else (col.settings.workers or -1)
-            report = col.add(paths, progress=_BarProgress(progress, task), workers=chosen, ray=ray)
-        except HyperfolioError as exc:
-            _fail(str(exc))
-    done = [r for r in report.results if r.ok]
-    console.print(
-        f"{len(done)} ok, {len(report.failed)} failed, {report.pages} pages indexed in {report.seconds:.1f}s "
-        f"({report.pages / max(report.seconds, 1e-6):.2f} pages/s) into {col.path}",
-        soft_wrap=True,
-    )
-    for result in report.failed:
-        if not Path(result.path).is_file():
-            errors.print(f"[red]failed[/red] {result.path}: {result.reason}", soft_wrap=True)
+
+            def prompt(path: Path, attempt: int) -> str | None:
+                progress.stop()  # the live bar would redraw over the question
+                try:
+                    return _ask_password(path, attempt)
+                finally:
+                    progress.start()
+
+            report = col.add(paths, progress=bar, workers=chosen, ray=ray, password=password or prompt)
+        except BaseException as exc:
+            signalled = _interrupt_in(exc)
+            if signalled is None:
+                raise
+            progress.stop()
+            _say_interrupted(bar, paths, collection)
+            code = signalled.code if isinstance(signalled, SystemExit) and isinstance(signalled.code, int) else 130
+            raise typer.Exit(code) from None
+    _say_added(report, col.path)
     _say_offline_parts(col)
     col.close()
     if report.failed:
         raise typer.Exit(1)
+
+
+def _interrupt_in(exc: BaseException | None) -> BaseException | None:
+    """The Ctrl-C or SIGTERM behind an exception: itself, or the cause of an error it became (a signal
+    arriving while a native library loads turns into that library's ImportError)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def _say_added(report: AddReport, where: Path) -> None:
+    """The summary of an `add`: what happened to how many files, unsupported files by name, failures."""
+    by_status: dict[str, int] = {}
+    for result in report.results:
+        if result.status != "unsupported":
+            by_status[result.status] = by_status.get(result.status, 0) + 1
+    done = ", ".join(f"{n} {status}" for status, n in by_status.items() if status != "failed") or "nothing indexed"
+    console.print(
+        f"{counted(sum(by_status.values()), 'file')}: {done}, {by_status.get('failed', 0)} failed; "
+        f"{counted(report.pages, 'page')} indexed in {report.seconds:.1f}s "
+        f"({report.pages / max(report.seconds, 1e-6):.2f} pages/s) into {where}",
+        soft_wrap=True,
+        highlight=False,
+    )
+    unsupported = [r for r in report.results if r.status == "unsupported"]
+    if unsupported:
+        names = ", ".join(Path(r.path).name for r in unsupported[:12]) + (" …" if len(unsupported) > 12 else "")
+        console.print(
+            f"[yellow]not indexed, unsupported type:[/yellow] {counted(len(unsupported), 'file')} ({names})",
+            soft_wrap=True,
+            highlight=False,
+        )
+    for result in report.failed:
+        if not Path(result.path).is_file():
+            errors.print(
+                f"[red]failed[/red] {escape(result.path)}: {escape(result.reason)}", soft_wrap=True, highlight=False
+            )
+
+
+def _say_interrupted(bar: _BarProgress | None, paths: list[str], collection: str | None) -> None:
+    """After Ctrl-C or SIGTERM: what was finished, what was cut off, and how to resume."""
+    finished = bar.files_done if bar else 0
+    planned = len(bar.plan) if bar else 0
+    current = f"; {bar.name} was cut off part-way" if bar and bar.name and finished < planned else ""
+    again = " ".join(f'"{p}"' if " " in p else p for p in paths)
+    errors.print(
+        f"[yellow]interrupted:[/yellow] {finished} of {counted(planned, 'file')} finished{current}. "
+        f"What was indexed is kept; to finish, run again: hyperfolio add {again}{collection_flag(collection)}",
+        soft_wrap=True,
+        highlight=False,
+    )
 
 
 def _print_evidence(evidence: dict[str, Any]) -> None:
@@ -267,7 +400,7 @@ def _print_answer(answer: dict[str, Any]) -> None:
 def _ask_service(
     url: str,
     kind: str,
-    collection: str,
+    collection: str | None,
     question: str,
     mode: str | None,
     k: int | None,
@@ -280,17 +413,37 @@ def _ask_service(
     client = ServiceClient(url, os.environ.get("HYPERFOLIO_API_KEY", ""))
     try:
         method = client.ask if kind == "ask" else client.retrieve
-        return method(Path(collection).name, question, mode=mode, k=k, doc=doc, options=_knobs(knobs, mode))
+        return method(Path(location(collection)).name, question, mode=mode, k=k, doc=doc, options=_knobs(knobs, mode))
     except HyperfolioError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     finally:
         client.close()
+
+
+def _searchable(collection: str | None) -> Collection:
+    """The collection to question: it must exist and hold documents, else asking it is a mistake to report."""
+    col = open_existing(collection)
+    if not col.documents():
+        where = location(collection)
+        fail(f"the collection at {where} has no documents yet; add some: hyperfolio add FILES{collection_flag(where)}")
+    return col
+
+
+def _say_unfinished(meta: dict[str, Any], collection: str | None) -> None:
+    """Names the documents not searched because their indexing was cut off or is still running."""
+    for doc in meta.get("not_fully_indexed", []):
+        errors.print(
+            f"[yellow]not searched, not fully indexed ({doc['status']}):[/yellow] {doc['title']} ({doc['source']}); "
+            f"finish it with: hyperfolio add {doc['source']}{collection_flag(collection)}",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
     mode: ModeOpt = None,
     doc: DocOpt = None,
     k: KOpt = None,
@@ -303,7 +456,8 @@ def ask(
     if server:
         answer = _ask_service(server, "ask", collection, question, mode, k, doc, knobs)
     else:
-        answer = answer_dict(_query(_open(collection).ask, question, mode, k, doc, knobs))
+        answer = answer_dict(_query(_searchable(collection).ask, question, mode, k, doc, knobs))
+    _say_unfinished(answer["evidence"]["meta"], collection)
     if as_json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
         return
@@ -315,7 +469,7 @@ def ask(
 @app.command()
 def retrieve(
     question: Annotated[str, typer.Argument(help="The question.")],
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
     mode: ModeOpt = None,
     doc: DocOpt = None,
     k: KOpt = None,
@@ -327,7 +481,8 @@ def retrieve(
     if server:
         evidence = _ask_service(server, "retrieve", collection, question, mode, k, doc, knobs)
     else:
-        evidence = evidence_dict(_query(_open(collection).retrieve, question, mode, k, doc, knobs))
+        evidence = evidence_dict(_query(_searchable(collection).retrieve, question, mode, k, doc, knobs))
+    _say_unfinished(evidence["meta"], collection)
     if as_json:
         print(json.dumps(evidence, indent=2, ensure_ascii=False))
     else:
@@ -335,9 +490,9 @@ def retrieve(
 
 
 @app.command()
-def stats(collection: CollectionOpt = str(DEFAULT_COLLECTION), as_json: JsonOpt = False) -> None:
+def stats(collection: CollectionOpt = None, as_json: JsonOpt = False) -> None:
     """Counts of documents, pages, chunks and index sizes."""
-    col = _open(collection)
+    col = open_existing(collection)
     data = col.stats()
     if as_json:
         print(json.dumps(data, indent=2))
@@ -381,17 +536,21 @@ def _say_offline_parts(col: Collection) -> None:
 @app.command()
 def estimate(
     paths: Annotated[list[str], typer.Argument(help="Files, folders or glob patterns.")],
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Model calls, tokens, time and price that adding these files would take (nothing is added)."""
-    col = _open(collection)
+    col = open_existing(collection)
     work = col.estimate(paths)
     col.close()
     if as_json:
         print(json.dumps(work.to_dict(), indent=2))
         return
-    table = Table(title=f"{work.documents} documents, {work.pages} pages, {work.chunks} chunks")
+    table = Table(
+        title=", ".join(
+            [counted(work.documents, "document"), counted(work.pages, "page"), counted(work.chunks, "chunk")]
+        )
+    )
     for column in ("stage", "calls", "prompt tokens", "reply tokens", "how"):
         table.add_column(column, justify="right" if "tokens" in column or column == "calls" else "left")
     for stage in work.stages:
@@ -413,7 +572,7 @@ def estimate(
 
 @app.command()
 def build(
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild every document's hypergraph.")] = False,
     retry_model: Annotated[
         bool,
@@ -421,29 +580,29 @@ def build(
     ] = False,
 ) -> None:
     """Build the hypergraph for documents indexed without one, or redo what the model failed to build."""
-    col = _open(collection)
+    col = open_existing(collection)
     reports = col.build_graph(rebuild=rebuild, retry_model=retry_model)
     for report in reports:
         console.print(
             f"{report.doc_id}: {report.entities} entities, hyperedges {report.edges}, "
             f"anchors refined {report.refine.refined} ({report.seconds:.1f}s)"
         )
-    console.print(f"{len(reports)} documents built; {col.stats()['hyperedges_by_level']}")
+    console.print(f"{counted(len(reports), 'document')} built; {col.stats()['hyperedges_by_level']}")
     _say_offline_parts(col)
 
 
 @app.command()
 def conflicts(
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
     doc: Annotated[str | None, typer.Option("--doc", "-d", help="Only this document's decisions.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Conflicting facts found while indexing, and what was decided (kept, revised, dropped) and why."""
-    col = _open(collection)
+    col = open_existing(collection)
     try:
         decisions = col.conflicts(doc)
     except HyperfolioError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         from dataclasses import asdict
 
@@ -453,7 +612,7 @@ def conflicts(
         console.print("no conflicts recorded")
         return
     titles = col.titles()
-    table = Table(title=f"{len(decisions)} decisions")
+    table = Table(title=counted(len(decisions), "decision"))
     for name in ("document", "kind", "decision", "fact", "weighed against", "why", "evidence"):
         table.add_column(name, overflow="fold")
     for d in decisions:
@@ -465,7 +624,7 @@ def conflicts(
 @app.command()
 def viz(
     out: Annotated[Path, typer.Option("--out", "-o", help="File to write: .png, .svg or .html (interactive).")],
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
     doc: Annotated[str | None, typer.Option("--doc", "-d", help="Draw a document's hypergraph.")] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", help="Draw the evidence behind a question.")] = None,
     entity: Annotated[str | None, typer.Option("--entity", "-e", help="Draw an entity's neighbourhood.")] = None,
@@ -478,11 +637,11 @@ def viz(
     mode: ModeOpt = "dual",
 ) -> None:
     """Draw part of the hypergraph with ids that match the exported mapping (<out>.json)."""
-    col = _open(collection)
+    col = open_existing(collection)
     try:
         picture = col.visualize(out, doc=doc, query=query, entity=entity, layout=layout, mode=mode or "dual")
     except HyperfolioError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     console.print(
         f"wrote {picture.path} ({picture.entities} entities, {picture.hyperedges} hyperedges; "
         f"{picture.pruned} entities pruned to fit) and the id mapping {picture.mapping}"
@@ -491,31 +650,31 @@ def viz(
 
 @app.command(name="probe-layouts")
 def probe_layouts(
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
     k: Annotated[int, typer.Option("--k", "-k", help="Probes per layout pair.")] = 15,
     doc: Annotated[str | None, typer.Option("--doc", "-d", help="Make the probes from this document.")] = None,
 ) -> None:
     """Pick the dual view the configured vision model reads best, and keep it as the default."""
     try:
-        choice = _open(collection).probe_layouts(k, doc)
+        choice = open_existing(collection).probe_layouts(k, doc)
     except HyperfolioError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     for result in choice.results:
         console.print(f"  {result.pair[0]} + {result.pair[1]}: {result.correct}/{result.asked}")
     console.print(f"dual view: {choice.pair[0]} + {choice.pair[1]} ({choice.reason}; {choice.probes} probes)")
 
 
 @app.command(name="list")
-def list_documents(collection: CollectionOpt = str(DEFAULT_COLLECTION), as_json: JsonOpt = False) -> None:
+def list_documents(collection: CollectionOpt = None, as_json: JsonOpt = False) -> None:
     """List the indexed documents."""
-    col = _open(collection)
+    col = open_existing(collection)
     docs = col.documents()
     if as_json:
         from dataclasses import asdict
 
         print(json.dumps([asdict(d) for d in docs], indent=2))
         return
-    table = Table(title=f"{len(docs)} documents")
+    table = Table(title=counted(len(docs), "document"))
     table.add_column("id", no_wrap=True)
     table.add_column("file", overflow="fold")
     table.add_column("title", overflow="fold")
@@ -529,17 +688,17 @@ def list_documents(collection: CollectionOpt = str(DEFAULT_COLLECTION), as_json:
 @app.command()
 def remove(
     refs: Annotated[list[str], typer.Argument(help="Document ids, file names or titles.")],
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
 ) -> None:
     """Remove documents and everything only they supported."""
-    col = _open(collection)
+    col = open_existing(collection)
     failed = False
     for ref in refs:
         try:
             info = col.remove(ref)
             console.print(f"removed {info.doc_id} ({info.title})")
         except HyperfolioError as exc:
-            errors.print(f"[red]error:[/red] {exc}")
+            errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
             failed = True
     if failed:
         raise typer.Exit(1)
@@ -555,18 +714,12 @@ def _print_bundle(report: Any) -> None:
 @app.command(name="export")
 def export(
     out_dir: Annotated[Path, typer.Argument(help="New directory for the bundle (JSON Lines, HIF, GraphML).")],
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
 ) -> None:
     """Write a collection as a bundle another backend can import."""
-    from hyperfolio.store import store_exists
-
-    if not store_exists(collection):  # opening it would create an empty one
-        _fail(f"{collection}: no collection there")
-    col = _open(collection)
+    col = open_existing(collection)
     try:
         report = col.export_bundle(out_dir)
-    except HyperfolioError as exc:
-        _fail(str(exc))
     finally:
         col.close()
     console.print(f"exported to {out_dir}")
@@ -576,57 +729,126 @@ def export(
 @app.command(name="import")
 def import_(
     bundle_dir: Annotated[Path, typer.Argument(help="A bundle written by `hyperfolio export`.")],
-    collection: CollectionOpt = str(DEFAULT_COLLECTION),
+    collection: CollectionOpt = None,
 ) -> None:
     """Load a bundle into a new, empty collection (vectors as exported; re-embedded if the bundle has none)."""
     from hyperfolio.store.bundle import read_manifest
 
     if not bundle_dir.is_dir():
-        _fail(f"{bundle_dir}: no such directory")
-    try:
-        read_manifest(bundle_dir)  # before opening the target, which would create it
-    except HyperfolioError as exc:
-        _fail(str(exc))
-    col = _open(collection)
+        fail(f"{bundle_dir}: no such directory")
+    read_manifest(bundle_dir)  # before opening the target, which would create it
+    col = Collection(location(collection))
     try:
         report = col.import_bundle(bundle_dir)
-    except HyperfolioError as exc:
-        _fail(str(exc))
     finally:
         col.close()
-    console.print(f"imported into {collection}")
+    console.print(f"imported into {location(collection)}")
     _print_bundle(report)
 
 
 @app.command()
 def demo(
     collection: Annotated[
-        Path, typer.Option("--collection", "-c", help="Where to build the demo collection.")
-    ] = DEFAULT_COLLECTION.parent / "demo",
+        Path | None,
+        typer.Option(
+            "--collection", "-c", help="Where to build the demo collection. Default: ~/.local/share/hyperfolio/demo."
+        ),
+    ] = None,
     question: Annotated[str | None, typer.Option("--question", "-q", help="Ask this instead.")] = None,
 ) -> None:
     """Generate a sample report, index it and answer a question about it, offline."""
     from hyperfolio.sample import SAMPLE_QUESTION, write_sample_report
 
-    collection.mkdir(parents=True, exist_ok=True)
-    pdf = write_sample_report(collection / "sample-report.pdf")
-    console.print(f"sample document: {pdf}")
-    col = _open(str(collection))
+    where = collection or data_home() / "demo"
+    where.mkdir(parents=True, exist_ok=True)
+    pdf = write_sample_report(where / "sample-report.pdf")
+    console.print(f"sample document: {pdf}", highlight=False, soft_wrap=True)
+    col = Collection(where)
     report = col.add([pdf])
     for result in report.results:
-        console.print(f"{result.status}: {Path(result.path).name} ({result.pages} pages, {result.chunks} chunks)")
         if not result.ok:
-            _fail(f"{result.path}: {result.reason}")
+            fail(f"{result.path}: {result.reason}")
+        console.print(
+            f"{result.status}: {Path(result.path).name} ({counted(result.pages, 'page')}, "
+            f"{counted(result.chunks, 'chunk')}) into the collection {where}",
+            highlight=False,
+            soft_wrap=True,
+        )
     q = question or SAMPLE_QUESTION
     console.print(f"[bold]Question:[/bold] {q}")
     _print_answer(answer_dict(col.ask(q)))
+    flag = f" -c {where}"
+    console.print(
+        "\n[bold]Next[/bold] (this collection):\n"
+        f'  hyperfolio ask "Which region had the lowest revenue?"{flag}\n'
+        f"  hyperfolio list{flag}\n"
+        f"  hyperfolio viz -o demo.png{flag}\n"
+        "[bold]Your own documents[/bold] (the default collection, ~/.local/share/hyperfolio/default):\n"
+        "  hyperfolio add ~/Documents/reports/\n"
+        '  hyperfolio ask "your question"',
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command(name="config")
+def config_show(
+    action: Annotated[str, typer.Argument(help="show: the effective settings and where each came from.")] = "show",
+    collection: CollectionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the effective settings of a collection: each value and the layer that set it (defaults, the
+    user settings file, the collection's settings.toml, HYPERFOLIO_* variables)."""
+    from hyperfolio.store import is_server_location, local_folder
+
+    if action != "show":
+        fail(f"unknown config action {action!r}; use: hyperfolio config show")
+    where = location(collection)
+    folder = local_folder(where) if is_server_location(where) else Path(where)
+    settings, sources = Settings.resolve(folder / "settings.toml")
+    rows = []
+    for key, value in _flat(settings.to_dict()):
+        shown = "***" if key.rsplit(".", 1)[-1] in SECRET_KEYS and value else value
+        rows.append({"key": key, "value": shown, "source": sources.get(key, "default")})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"settings of {where}")
+    for name in ("key", "value", "source"):
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["key"], json.dumps(row["value"]), row["source"], style=None if row["source"] == "default" else "bold"
+        )
+    console.print(table)
+    console.print(
+        f"files read (later wins): {user_settings_file()}, {folder / 'settings.toml'}; then HYPERFOLIO_* variables",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _flat(values: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.extend(_flat(value, f"{prefix}{key}."))
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
 
 
 @app.command()
 def serve(
     root: Annotated[
-        Path, typer.Option("--root", "-r", envvar="HYPERFOLIO_ROOT", help="Folder whose collections are served.")
-    ] = DEFAULT_COLLECTION.parent,
+        Path | None,
+        typer.Option(
+            "--root",
+            "-r",
+            envvar="HYPERFOLIO_ROOT",
+            help="Folder whose collections are served. Default: ~/.local/share/hyperfolio.",
+        ),
+    ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on; beyond loopback a key is required.")] = (
         "127.0.0.1"
     ),
@@ -650,9 +872,9 @@ def serve(
 
         from hyperfolio.server.app import ServerConfig, create_app
     except ImportError as exc:
-        _fail(f"the service needs its extra: pip install 'hyperfolio[serve]' ({exc.name} is missing)")
+        fail(f"the service needs its extra: pip install 'hyperfolio[serve]' ({exc.name} is missing)")
     config = ServerConfig(
-        root=root,
+        root=root or data_home(),
         host=host,
         port=port,
         api_key=api_key,
@@ -665,10 +887,10 @@ def serve(
     try:
         service = create_app(config)
     except HyperfolioError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     shown = f"[{host}]" if ":" in host else host
     console.print(
-        f"hyperfolio serving {root} on http://{shown}:{port}/ — API schema /openapi.json"
+        f"hyperfolio serving {config.root} on http://{shown}:{port}/ — API schema /openapi.json"
         + (", MCP /mcp/" if mcp else "")
         + ("" if api_key else " (no key: loopback only)")
     )
@@ -687,15 +909,21 @@ def _hide_keys(record: logging.LogRecord) -> bool:
 @app.command(name="mcp")
 def mcp_stdio(
     root: Annotated[
-        Path, typer.Option("--root", "-r", envvar="HYPERFOLIO_ROOT", help="Folder whose collections are served.")
-    ] = DEFAULT_COLLECTION.parent,
+        Path | None,
+        typer.Option(
+            "--root",
+            "-r",
+            envvar="HYPERFOLIO_ROOT",
+            help="Folder whose collections are served. Default: ~/.local/share/hyperfolio.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the MCP tools over stdio, for an agent host to start (list, add, ask, retrieve, page, draw)."""
     try:
         from hyperfolio.server.mcp import run_stdio
     except ImportError as exc:
-        _fail(f"the MCP server needs its extra: pip install 'hyperfolio[serve]' ({exc.name} is missing)")
-    run_stdio(root)
+        fail(f"the MCP server needs its extra: pip install 'hyperfolio[serve]' ({exc.name} is missing)")
+    run_stdio(root or data_home())
 
 
 def _register_optional_commands() -> None:
@@ -715,6 +943,12 @@ def _terminated(signum: int, frame: Any) -> None:
 
 
 def main() -> None:  # pragma: no cover - entry point for `python -m hyperfolio`
+    from rich.logging import RichHandler
+
     signal.signal(signal.SIGTERM, _terminated)
-    logging.basicConfig(level=os.environ.get("HYPERFOLIO_LOG", "WARNING"), stream=sys.stderr)
+    level = os.environ.get("HYPERFOLIO_LOG", "WARNING").upper()
+    handler = RichHandler(console=errors, show_time=False, show_path=False, markup=False, rich_tracebacks=False)
+    logging.basicConfig(
+        level=level if level in logging.getLevelNamesMapping() else "WARNING", format="%(message)s", handlers=[handler]
+    )
     app()

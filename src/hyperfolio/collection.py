@@ -33,7 +33,8 @@ from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.progress import ModelProgress
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.models.registry import ModelSet
-from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file, quick_page_count
+from hyperfolio.parse import SUPPORTED_SUFFIXES, finish_document, quick_page_count
+from hyperfolio.parse.unlock import Password, read_unlocked
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.retrieve.base import with_knobs
 from hyperfolio.retrieve.encoding import TextCache
@@ -70,7 +71,7 @@ RETRIEVAL_MODES: tuple[str, ...] = tuple(STRATEGIES)  # chunks embedded and comm
 @dataclass
 class AddResult:
     path: str
-    status: str  # "added", "resumed", "replaced", "skipped", "failed"
+    status: str  # "added", "resumed", "replaced", "skipped", "failed", "unsupported" (in a folder: not read)
     doc_id: str = ""
     title: str = ""
     pages: int = 0
@@ -134,7 +135,12 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResul
         text = str(raw)
         path = Path(text).expanduser()
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES)
+            inside = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            found = [p for p in inside if p.suffix.lower() in SUPPORTED_SUFFIXES]
+            for other in inside:  # listed in the report, not skipped silently
+                if other.suffix.lower() not in SUPPORTED_SUFFIXES:
+                    kind = other.suffix or "(no suffix)"
+                    problems.append(AddResult(str(other), "unsupported", reason=f"unsupported file type {kind}"))
             if not found:
                 problems.append(AddResult(text, "failed", reason="folder holds no supported files"))
             files.extend(found)
@@ -381,12 +387,17 @@ class Collection:
         progress: AddProgress | None = None,
         workers: int | None = None,
         ray: str | None = None,
+        password: Password | None = None,
     ) -> AddReport:
         """Index files, folders or glob patterns; a failing file is reported and the rest go on.
 
         Pages are parsed by `workers` processes (default: settings, one per core) or on Ray
         (`ray`: "local", "auto" or an address) while this process writes, embeds and builds the
         hypergraph file by file, in the order given.
+
+        `password` opens encrypted PDFs and Office files: a string tried on each, or a
+        `PasswordPrompt` asked `(path, wrong_tries)` for each one that needs parsing (up to 3 times;
+        None gives the file up). It is held in memory only: never stored, logged or reported.
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
@@ -394,7 +405,7 @@ class Collection:
         progress = progress or AddProgress()
         files, problems = expand_paths(paths)
         report = AddReport(results=list(problems))
-        jobs = [FileJob(path) for path in files]
+        jobs = [FileJob(path, password=password) for path in files]
         progress.planned({str(job.path): quick_page_count(job.path) for job in jobs})
         executor = self._executor(jobs, workers, ray)
         ahead = ParseAhead(executor, self.settings.parse)
@@ -732,6 +743,12 @@ class Collection:
             evidence.meta["disputed"] = [
                 {"fact": d.fact, "instead": d.other, "chunks": d.evidence, "reason": d.reason} for d in disputed
             ]
+        if doc is None:  # a document still being indexed (or cut off) is not searched yet: say which
+            unfinished = [d for d in self.store.list_documents() if d.status != STAGE_READY]
+            if unfinished:
+                evidence.meta["not_fully_indexed"] = [
+                    {"doc_id": d.doc_id, "title": d.title, "source": d.source, "status": d.status} for d in unfinished
+                ]
         evidence.meta["seconds"] = time.perf_counter() - started
         return evidence
 
@@ -786,18 +803,18 @@ class Collection:
         doc_id = self.resolve(doc).doc_id if doc else None
         return [(d, stage, item, reason) for d, stage, item, _, reason in self.store.builds(doc_id, OFFLINE)]
 
-    def estimate(self, paths: Iterable[str | Path] | str | Path) -> WorkEstimate:
+    def estimate(self, paths: Iterable[str | Path] | str | Path, password: Password | None = None) -> WorkEstimate:
         """Model calls, tokens, time and price that adding `paths` would take (nothing is indexed).
 
         With a model configured, the server is probed (once; the profile is kept) for its context,
-        slots and speed; this collection's past replies calibrate the reply lengths.
+        slots and speed; this collection's past replies calibrate the reply lengths. `password`: as for `add`.
         """
         from hyperfolio.hypergraph.estimate import estimate_work
 
         files, failed = expand_paths([paths] if isinstance(paths, (str, Path)) else paths)
         if failed:
             raise HyperfolioError(f"{failed[0].path}: {failed[0].reason}")
-        documents = [parse_file(path, self.settings.parse) for path in files]
+        documents = [finish_document(path, read_unlocked(path, password), self.settings.parse) for path in files]
         opts = self.settings.models
         client = self.models.get("extract") if self.models.configured else None
         return estimate_work(

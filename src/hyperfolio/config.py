@@ -1,7 +1,8 @@
-"""Typed settings: defaults, then a settings file, then environment, then arguments."""
+"""Typed settings in layers: defaults, the user's settings file, the collection's, environment, arguments."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import tomllib
@@ -9,8 +10,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from hyperfolio.errors import ConfigError
+
 ENV_PREFIX = "HYPERFOLIO_"
-DEFAULT_COLLECTION = Path("~/.local/share/hyperfolio/default").expanduser()
 
 
 @dataclass(frozen=True)
@@ -150,31 +152,39 @@ class Settings:
     min_answer_score: float = 0.25  # below this the evidence is called insufficient
 
     @classmethod
-    def load(cls, path: Path | None = None, **overrides: Any) -> Settings:
-        """Defaults, then `path` (TOML or JSON), then HYPERFOLIO_* variables, then `overrides`."""
+    def load(cls, path: Path | None = None, user: bool = True, **overrides: Any) -> Settings:
+        """Defaults, then the user's settings file (`user`), then `path` (TOML or JSON), then HYPERFOLIO_*
+        variables, then `overrides`. A ConfigError names the file or variable, the key and what is wrong."""
+        return cls.resolve(path, user, **overrides)[0]
+
+    @classmethod
+    def resolve(cls, path: Path | None = None, user: bool = True, **overrides: Any) -> tuple[Settings, dict[str, str]]:
+        """The settings and, for every key ("top_k", "parse.ocr"), the layer that set it."""
+        layers = [
+            *([_file_layer(user_settings_file(), "user settings")] if user else []),
+            *([_file_layer(Path(path), "collection settings")] if path is not None else []),
+            _environment_layer(),
+            Layer("arguments", {k: v for k, v in overrides.items() if v is not None}),
+        ]
         values: dict[str, Any] = {}
-        if path is not None and Path(path).exists():
-            text = Path(path).read_text()
-            values.update(tomllib.loads(text) if str(path).endswith(".toml") else json.loads(text))
-        for f in fields(cls):
-            if f.name in SECTIONS:
-                continue
-            env = os.environ.get(ENV_PREFIX + f.name.upper())
-            if env is not None:
-                values[f.name] = env
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        sections: dict[str, Any] = {}
-        for name, kind in SECTIONS.items():
-            section_values = dict(values.pop(name, {}) or {})
-            for f in fields(kind):
-                env = os.environ.get(f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}")
-                if env is not None:
-                    section_values[f.name] = env
-            if name == "models":
-                _openai_fallbacks(section_values)
-            sections[name] = coerce_settings(kind, section_values)
-        base = coerce_settings(cls, values)
-        return replace(base, **sections)
+        sources: dict[str, str] = {}
+        sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+        for layer in layers:
+            for key, value in layer.values.items():
+                if key in SECTIONS:
+                    if not isinstance(value, dict):
+                        raise ConfigError(f"{layer.source}: [{key}] must be a table of settings, not {value!r}")
+                    for inner, inner_value in value.items():
+                        checked = _checked(SECTIONS[key], inner, inner_value, layer, section=key)
+                        sections[key][inner] = checked
+                        sources[f"{key}.{inner}"] = layer.source
+                else:
+                    values[key] = _checked(cls, key, value, layer)
+                    sources[key] = layer.source
+        for key, env_name in _openai_fallbacks(sections["models"]).items():
+            sources[f"models.{key}"] = f"environment {env_name}"
+        built = {name: replace(kind(), **sections[name]) for name, kind in SECTIONS.items()}
+        return replace(cls(), **values, **built), sources
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -188,31 +198,137 @@ SECTIONS: dict[str, type] = {
     "topdown": TopDownOptions,
     "models": ModelOptions,
 }
+SECRET_KEYS = frozenset(f.name for f in fields(ModelOptions) if f.name.endswith("api_key"))
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of settings: where they came from (for messages and `config show`) and its values."""
+
+    source: str
+    values: dict[str, Any]
+
+
+def data_home() -> Path:
+    """Where hyperfolio keeps collections by default: $XDG_DATA_HOME/hyperfolio (~/.local/share/hyperfolio)."""
+    base = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
+    return Path(base).expanduser() / "hyperfolio"
+
+
+def default_collection() -> Path:
+    return data_home() / "default"
+
+
+def user_settings_file() -> Path:
+    """The user-wide settings: $XDG_CONFIG_HOME/hyperfolio/settings.toml (~/.config/hyperfolio/settings.toml)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
+    return Path(base).expanduser() / "hyperfolio" / "settings.toml"
+
+
+def _file_layer(path: Path, kind: str) -> Layer:
+    """A settings file's values (none when it does not exist); unreadable or malformed files name the file."""
+    source = f"{kind} {path}"
+    if not path.exists():
+        return Layer(source, {})
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the settings file ({exc})") from exc
+    try:
+        values = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from exc
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: a settings file holds keys and [sections], not {type(values).__name__}")
+    return Layer(source, values)
+
+
+def _environment_layer() -> Layer:
+    """HYPERFOLIO_<KEY> for top-level settings, HYPERFOLIO_<SECTION>_<KEY> for a section's."""
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        if f.name in SECTIONS:
+            for inner in fields(SECTIONS[f.name]):
+                env = os.environ.get(f"{ENV_PREFIX}{f.name.upper()}_{inner.name.upper()}")
+                if env is not None:
+                    values.setdefault(f.name, {})[inner.name] = env
+        else:
+            env = os.environ.get(ENV_PREFIX + f.name.upper())
+            if env is not None:
+                values[f.name] = env
+    return Layer("environment", values)
+
+
+def _checked(kind: type, name: str, value: Any, layer: Layer | None = None, section: str = "") -> Any:
+    """`value` as the type of `kind`'s field `name`, or a ConfigError naming the source, key and value."""
+    where = f"[{section}] " if section else ""
+    known = {f.name: f for f in fields(kind) if f.name not in SECTIONS or kind is not Settings}
+    source = f"{layer.source}: " if layer is not None else ""
+    if name not in known:
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(sorted(known))}"
+        raise ConfigError(f"{source}unknown setting {where}{name!r}{hint}")
+    current = getattr(kind(), name)
+    shown = "***" if name in SECRET_KEYS else repr(value)
+    if layer is not None and layer.source == "environment":
+        variable = f"{ENV_PREFIX}{section.upper() + '_' if section else ''}{name.upper()}"
+        source, shown = f"{variable}={'***' if name in SECRET_KEYS else value}: ", ""
+
+    def wrong(expected: str) -> ConfigError:
+        said = f"{where}{name} = {shown}: " if shown else ""  # a variable's name says the key already
+        return ConfigError(f"{source}{said}expects {expected}")
+
+    if isinstance(current, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in TRUE_WORDS | FALSE_WORDS:
+            return value.strip().lower() in TRUE_WORDS
+        raise wrong("true or false")
+    if isinstance(current, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise wrong("a whole number")
+    if isinstance(current, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise wrong("a number")
+    if isinstance(current, str):
+        if isinstance(value, str):
+            return value
+        raise wrong("text in quotes")
+    return value
+
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 
 def coerce_settings(kind: type, values: dict[str, Any]) -> Any:
-    """Build a dataclass from loosely typed values (strings from the environment)."""
-    defaults = kind()
-    out: dict[str, Any] = {}
-    known = {f.name for f in fields(kind)}
-    unknown = set(values) - known
-    if unknown:
-        raise ValueError(f"unknown setting(s) for {kind.__name__}: {', '.join(sorted(unknown))}")
-    for name, value in values.items():
-        current = getattr(defaults, name)
-        if isinstance(current, bool) and isinstance(value, str):
-            value = value.strip().lower() in {"1", "true", "yes", "on"}
-        elif isinstance(current, int) and not isinstance(current, bool):
-            value = int(value)
-        elif isinstance(current, float):
-            value = float(value)
-        out[name] = value
-    return replace(defaults, **out)
+    """Build a dataclass from loosely typed values (strings from a command line); ConfigError names the key."""
+    return replace(kind(), **{name: _checked(kind, name, value) for name, value in values.items()})
 
 
-def _openai_fallbacks(values: dict[str, Any]) -> None:
-    """The conventional OPENAI_BASE_URL / OPENAI_API_KEY fill what neither the file nor HYPERFOLIO_* set."""
+def _openai_fallbacks(values: dict[str, Any]) -> dict[str, str]:
+    """The conventional OPENAI_BASE_URL / OPENAI_API_KEY fill what neither a file nor HYPERFOLIO_* set;
+    returns the keys filled and the variable each came from."""
+    filled: dict[str, str] = {}
     for key, env_name in (("base_url", "OPENAI_BASE_URL"), ("api_key", "OPENAI_API_KEY")):
         env = os.environ.get(env_name)
         if env and not values.get(key):
             values[key] = env
+            filled[key] = env_name
+    return filled

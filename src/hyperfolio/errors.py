@@ -7,6 +7,10 @@ class HyperfolioError(Exception):
     """Base of every error this package raises on purpose."""
 
 
+class ConfigError(HyperfolioError, ValueError):
+    """A setting is unknown or has a value of the wrong kind; the message names where it was set."""
+
+
 class ParseError(HyperfolioError):
     """A file could not be turned into a document."""
 

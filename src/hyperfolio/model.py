@@ -63,7 +63,7 @@ class Document:
     doc_id: str  # content hash prefix: the same bytes give the same id
     source: str  # path the document was read from
     title: str
-    kind: str  # "pdf", "markdown", "html", "text"
+    kind: str  # "pdf", "word", "slides", "spreadsheet", "csv", "image", "markdown", "html", "text"
     pages: list[Page] = field(default_factory=list)
     content_hash: str = ""  # full sha256 of the file bytes
     meta: dict[str, Any] = field(default_factory=dict)
@@ -151,13 +151,21 @@ class Citation:
     section_path: list[str]
     chunk_id: str
     modality: Modality
-    page_label: str = ""  # the printed page number where it differs from the PDF's ("5" on PDF page 8)
+    page_label: str = ""  # the printed page number where it differs from the PDF's ("5" on PDF page 8),
+    # or the unit a format pages by: "slide 3" (PowerPoint), "sheet Revenue" (spreadsheets)
+
+    # Labels that name their own unit; server/mcp.py and server/static/app.js read them the same way.
+    UNIT_LABELS = ("slide ", "sheet ")
 
     def label(self) -> str:
+        """Where the evidence is, as people cite it: `Report p.8 (printed 5)` for a PDF page, but
+        `Deck slide 3` or `Book sheet Revenue` where the format has its own unit; then the region."""
         region = ""
         if self.bbox:
             x0, y0, x1, y1 = self.bbox
             region = f" @({x0:.0f},{y0:.0f},{x1:.0f},{y1:.0f})"
+        if self.page_label.startswith(self.UNIT_LABELS):
+            return f"{self.title} {self.page_label}{region}"
         printed = f" (printed {self.page_label})" if self.page_label else ""
         return f"{self.title} p.{self.page}{printed}{region}"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fake_openai_server import Reply
 
 from hyperfolio import Collection, Settings
@@ -201,6 +202,7 @@ def test_merged_descriptions_are_summarised_by_the_model(llm_server):
     assert graph.entities["E2"].descriptions == ["a ship"]  # one description: nothing to merge
 
 
+@pytest.mark.needs("graphviz")
 def test_vision_model_reads_graph_pictures_for_themes_and_top_down(tmp_path, embedder, llm_server):
     pictures: list[str] = []
 

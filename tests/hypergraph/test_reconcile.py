@@ -284,6 +284,7 @@ def test_a_year_in_the_section_path_scopes_the_facts_under_it(tmp_path, embedder
         assert {d.kind for d in col.conflicts()} == {"temporal"}
 
 
+@pytest.mark.needs("graphviz")
 def test_theme_layer_and_top_down_retrieval(report):
     col, doc_id, _ = report
     themes = rows(col, "SELECT h.description FROM hyperedges h WHERE h.level = 'theme'")

@@ -12,9 +12,8 @@ import pytest
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError, UnsupportedFileError
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_file
-from hyperfolio.parse.ocr import tesseract_available
 
-needs_ocr = pytest.mark.skipif(not tesseract_available(), reason="tesseract is not installed")
+needs_ocr = pytest.mark.needs("tesseract")
 
 
 def test_identity_and_pages(report_pdf: Path, report_doc) -> None:
@@ -223,9 +222,9 @@ def test_pdf_without_content(tmp_path: Path) -> None:
 
 
 def test_unsupported_suffix(tmp_path: Path) -> None:
-    path = tmp_path / "letter.docx"
+    path = tmp_path / "letter.odt"
     path.write_bytes(b"PK\x03\x04 not really a docx")
-    _assert_parse_error(path, "unsupported file type '.docx'", UnsupportedFileError)
+    _assert_parse_error(path, "unsupported file type '.odt'", UnsupportedFileError)
     assert ".pdf" in SUPPORTED_SUFFIXES and ".md" in SUPPORTED_SUFFIXES
 
 

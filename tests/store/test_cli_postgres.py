@@ -26,6 +26,7 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.needs("graphviz")
 def test_every_everyday_command_on_a_postgres_collection(tmp_path, pg_url):
     home = tmp_path / "home"
     home.mkdir()

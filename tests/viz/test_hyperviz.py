@@ -52,7 +52,10 @@ def test_congestion_pruning_fits_the_budget_and_keeps_what_matters():
     assert sorted(int(e.vid[1:]) for e in graph.entities.values()) == list(range(1, len(graph.entities) + 1))
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "layout",
+    [pytest.param(n, marks=pytest.mark.needs("graphviz")) if n.startswith("set-") else n for n in LAYOUTS],
+)
 def test_every_layout_places_every_entity_inside_the_canvas(layout):
     graph = star_graph(12)
     placement = place(graph, layout)
@@ -77,6 +80,7 @@ def test_layouts_differ_as_the_paper_describes():
     assert place(graph, "cli-exp").clique_edges  # hyperedges expanded into member pairs
 
 
+@pytest.mark.needs("graphviz")
 def test_render_png_svg_and_dual_view(tmp_path):
     graph = star_graph(10)
     single = render(graph, "set-radial", tmp_path / "one.png")
@@ -99,6 +103,7 @@ def test_render_png_svg_and_dual_view(tmp_path):
         render(graph, "set-hier", tmp_path / "x.gif")
 
 
+@pytest.mark.needs("graphviz")
 def test_viz_command_writes_the_picture_and_the_mapping(tmp_path):
     doc = tmp_path / "fleet.md"
     doc.write_text(
@@ -123,6 +128,7 @@ def test_viz_command_writes_the_picture_and_the_mapping(tmp_path):
     assert both.exit_code == 1 and "exactly one" in both.output
 
 
+@pytest.mark.needs("graphviz")
 def test_probes_have_known_answers_and_the_best_pair_wins(tmp_path):
     from hyperfolio.viz.probe import DEFAULT_PAIR, PAIRS, choose_layouts, make_probes, read_id
 
@@ -164,6 +170,7 @@ def test_probes_have_known_answers_and_the_best_pair_wins(tmp_path):
     assert {r.pair: r.correct for r in choice.results}[PAIRS[2]] == len(probes)
 
 
+@pytest.mark.needs("graphviz")
 def test_probe_layouts_command_asks_the_vision_model_and_keeps_the_winner(tmp_path, llm_server, embedder):
     from fake_openai_server import Reply
 

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from hyperfolio.collection import RETRIEVAL_MODES as STRATEGIES
 from hyperfolio.collection import AddResult
-from hyperfolio.config import DEFAULT_COLLECTION, Settings
+from hyperfolio.config import Settings
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval.datasets import DatasetMissing, dataset_label, load_dataset
 from hyperfolio.eval.ranker_training import AUTO_VARIANTS
@@ -215,19 +215,24 @@ def tune_command(
         Path, typer.Option("--questions", help="JSONL: question, doc, evidence_pages or evidence_paragraphs.")
     ],
     collection: Annotated[
-        Path, typer.Option("--collection", "-c", envvar="HYPERFOLIO_COLLECTION", help="Collection directory.")
-    ] = DEFAULT_COLLECTION,
+        str | None,
+        typer.Option(
+            "--collection",
+            "-c",
+            envvar="HYPERFOLIO_COLLECTION",
+            help="Collection directory. Default: ~/.local/share/hyperfolio/default.",
+        ),
+    ] = None,
     folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds, whole documents held out.")] = 5,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; keep the ranker in use.")] = False,
 ) -> None:
     """Fit the `auto` ranker to your own labelled questions and keep it in the collection."""
-    from hyperfolio.collection import Collection
+    from hyperfolio.cli_common import location, open_existing
     from hyperfolio.eval.tune import load_labelled, tune
 
-    directory = collection  # the option applies the default and HYPERFOLIO_COLLECTION
     try:
         labelled = load_labelled(questions)
-        with Collection(directory) as col, console.status(f"gathering candidates for {len(labelled)} questions"):
+        with open_existing(collection) as col, console.status(f"gathering candidates for {len(labelled)} questions"):
             report = tune(col, labelled, folds=folds, save=not dry_run)
     except (HyperfolioError, ValueError) as exc:
         errors.print(f"[red]error:[/red] {exc}")
@@ -240,4 +245,4 @@ def tune_command(
     for layout, ranker in sorted(report.ranker.rankers.items()):
         top = sorted(ranker.weights().items(), key=lambda kv: -abs(kv[1]))[:6]
         console.print(f"{layout} documents, strongest features: " + ", ".join(f"{n} {w:+.2f}" for n, w in top))
-    console.print("kept the ranker in use (dry run)" if dry_run else f"saved the ranker in {directory}")
+    console.print("kept the ranker in use (dry run)" if dry_run else f"saved the ranker in {location(collection)}")

@@ -8,6 +8,9 @@ window is bounded in pages, files and bytes, which bounds memory on long folders
 A worker that dies (a file that crashes MuPDF, the machine out of memory) breaks the whole
 pool: the pool is replaced, and each file whose batches were lost is parsed again on a
 single-worker pool of its own, so only a file that crashes the parser by itself fails.
+
+An encrypted file is hashed as it is on disk (its identity) and decrypted here, only when it needs
+parsing; its workers get the decrypted bytes, never its path, and never the password.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from hyperfolio.errors import HyperfolioError, ParseError
 from hyperfolio.ingest.executors import Executor, InlineExecutor, ProcessExecutor
 from hyperfolio.model import Document
 from hyperfolio.parse import file_kind, finish_document, page_count, read_file, read_pages
+from hyperfolio.parse.unlock import Password, is_encrypted, unlock_file
 from hyperfolio.timing import StageTimes
 
 log = logging.getLogger(__name__)
@@ -72,15 +76,37 @@ class FileJob:
     parts: list[Future] = field(default_factory=list)
     generation: int = 0  # which pool the parts went to
     prepared: bool = False
+    password: Password | None = field(default=None, repr=False)  # for encrypted files; kept nowhere else
+    locked: bool = False  # encrypted and not yet decrypted: `data` is the file's own bytes, `pages` unknown
+    unlocked: bool = False  # `data` is decrypted: the file on disk is not what the parsers may read
 
     def read(self) -> None:
-        """Bytes, hash and page count; a failure is kept for the writer to report in order."""
+        """Bytes, hash and page count; a failure is kept for the writer to report in order.
+
+        An encrypted file is only hashed: whether it needs parsing (and so its password) is decided
+        after, so a file already in the collection is never asked for its password again."""
         self.prepared = True
+        self.locked = self.unlocked = False
         try:
             stat = self.path.stat()
             self.data = read_file(self.path)
             self.fingerprint = (stat.st_size, stat.st_mtime_ns)
             self.content_hash = hashlib.sha256(self.data).hexdigest()
+            if is_encrypted(self.path, self.data):
+                self.locked, self.pages = True, 0
+            else:
+                self.pages = page_count(self.path, self.data)
+        except Exception as exc:
+            self.error = exc
+
+    def unlock(self) -> None:
+        """Decrypt a locked job with its password (a prompt is asked here) and count the plain pages;
+        the hash stays that of the file's own bytes. A failure is kept like a read error."""
+        if not self.locked or self.error is not None:
+            return
+        try:
+            self.data = unlock_file(self.path, self.data, self.password)
+            self.locked, self.unlocked = False, True
             self.pages = page_count(self.path, self.data)
         except Exception as exc:
             self.error = exc
@@ -105,8 +131,9 @@ class ParseAhead:
     def fill(self, jobs: Sequence[FileJob], prepare: Callable[[FileJob], None]) -> None:
         """Start parsing jobs from the front of `jobs` (the current one first) while the window has room.
 
-        `prepare` reads a job and decides whether it needs parsing (the writer knows what is stored).
-        An in-process executor parses nothing ahead: the writer parses each file when it reaches it.
+        `prepare` reads a job and decides whether it needs parsing (the writer knows what is stored);
+        an encrypted job that does is then decrypted. An in-process executor parses nothing ahead:
+        the writer parses each file when it reaches it.
         """
         pages = held = 0
         seen: set[str] = set()
@@ -124,6 +151,8 @@ class ParseAhead:
                     job.parse = False
                 if not job.parse:
                     job.data = b""  # nothing to parse: keep no bytes
+                else:
+                    job.unlock()
             seen.add(job.content_hash)
             if job.error is None and job.parse:
                 if not job.parts and job.pdf and self.executor.workers > 0:
@@ -135,6 +164,8 @@ class ParseAhead:
         workers = max(executor.workers, 1)
         size = max(1, min(MAX_BATCH_PAGES, math.ceil(job.pages / (2 * workers))))
         source = executor.share(job.path, job.data)
+        if job.unlocked and isinstance(source, str):  # a path: the workers would read the encrypted file
+            source = job.data
         job.generation = self.generation
         batches = [list(range(start, min(start + size, job.pages))) for start in range(0, job.pages, size)]
         job.parts = [
@@ -144,6 +175,10 @@ class ParseAhead:
 
     def document(self, job: FileJob, times: StageTimes, on_page: Callable[[int, int], None] | None = None) -> Document:
         """The job's parsed document, once its batches are done; parse seconds go to `times`."""
+        if job.locked:  # not decrypted ahead (prepared by hand): now, or its reason
+            job.unlock()
+            if job.error is not None:
+                raise job.error
         parts = self._read_here(job, on_page) if job.pdf and not job.parts else self._parts(job, on_page)
         for part in parts:
             times.merge(part.times)

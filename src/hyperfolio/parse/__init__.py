@@ -7,6 +7,7 @@ fills the document identity (content hash, title, source). Parsers read, never w
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,18 @@ _KINDS: dict[str, str] = {
     ".htm": "html",
     ".txt": "text",
     ".text": "text",
+    ".docx": "word",
+    ".pptx": "slides",
+    ".xlsx": "spreadsheet",
+    ".csv": "csv",
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".tif": "image",
+    ".tiff": "image",
 }
 SUPPORTED_SUFFIXES: tuple[str, ...] = tuple(_KINDS)
+_TEXT_KINDS = frozenset({"markdown", "html", "text", "csv"})  # bytes that must be text: a NUL means a wrong file
 
 Parser = Callable[[Path, bytes, ParseOptions], tuple[list[Page], str | None, dict[str, Any]]]
 
@@ -44,7 +55,7 @@ Parser = Callable[[Path, bytes, ParseOptions], tuple[list[Page], str | None, dic
 def _parser(kind: str) -> Parser:
     """The whole-file parser of a non-PDF kind (PDFs are read in parts: `read_pages`, `finish_document`).
 
-    Imported lazily so reading a text file never pays for PyMuPDF or markdown-it."""
+    Imported lazily so reading a text file never pays for PyMuPDF, markdown-it or the Office libraries."""
     if kind == "markdown":
         from hyperfolio.parse.markdown import parse_markdown
 
@@ -53,9 +64,71 @@ def _parser(kind: str) -> Parser:
         from hyperfolio.parse.html import parse_html
 
         return parse_html
+    if kind == "word":
+        from hyperfolio.parse.word import parse_word
+
+        return parse_word
+    if kind == "slides":
+        from hyperfolio.parse.slides import parse_slides
+
+        return parse_slides
+    if kind == "spreadsheet":
+        from hyperfolio.parse.spreadsheet import parse_spreadsheet
+
+        return parse_spreadsheet
+    if kind == "csv":
+        from hyperfolio.parse.spreadsheet import parse_csv
+
+        return parse_csv
+    if kind == "image":
+        from hyperfolio.parse.image import parse_image
+
+        return parse_image
     from hyperfolio.parse.text import parse_text
 
     return parse_text
+
+
+def _checker(kind: str) -> Callable[[Path, bytes], int] | None:
+    """For binary kinds, a check that the bytes open as what the name says; it returns the page count."""
+    if kind == "pdf":
+        from hyperfolio.parse.pdf import pdf_page_count
+
+        return pdf_page_count
+    if kind == "word":
+        from hyperfolio.parse.word import check_word
+
+        return check_word
+    if kind == "slides":
+        from hyperfolio.parse.slides import check_slides
+
+        return check_slides
+    if kind == "spreadsheet":
+        from hyperfolio.parse.spreadsheet import check_spreadsheet
+
+        return check_spreadsheet
+    if kind == "image":
+        from hyperfolio.parse.image import check_image
+
+        return check_image
+    return None
+
+
+def _quick_count(kind: str, source: Path | io.BytesIO) -> int:
+    """Pages of a slide deck, workbook or image from its directory or header alone; 1 for other kinds."""
+    if kind == "slides":
+        from hyperfolio.parse.slides import count_slides
+
+        return count_slides(source)
+    if kind == "spreadsheet":
+        from hyperfolio.parse.spreadsheet import count_sheets
+
+        return count_sheets(source)
+    if kind == "image":
+        from hyperfolio.parse.image import count_frames
+
+        return count_frames(source)
+    return 1
 
 
 def file_kind(path: Path) -> str:
@@ -87,34 +160,39 @@ def read_file(path: str | Path) -> bytes:
 
 
 def page_count(path: Path, data: bytes) -> int:
-    """Pages a file will be read as: a PDF's pages, one for other formats."""
-    if file_kind(path) != "pdf":
-        return 1
-    from hyperfolio.parse.pdf import pdf_page_count
+    """Pages a file will be read as: a PDF's pages, a deck's slides, a workbook's sheets, an image's
+    frames (those three counted cheaply, so an estimate); one for other formats."""
+    kind = file_kind(path)
+    if kind == "pdf":
+        from hyperfolio.parse.pdf import pdf_page_count
 
-    return pdf_page_count(path, data)
+        return pdf_page_count(path, data)
+    return _quick_count(kind, io.BytesIO(data))
 
 
 def inspect_bytes(path: Path, data: bytes) -> int:
     """Pages of a file received as bytes (an upload), or a ParseError when it cannot be what its name
-    says: an unsupported suffix, an empty file, a PDF that does not open, binary bytes under a text name."""
+    says: an unsupported suffix, an empty file, binary bytes under a text name, or a PDF, Office file
+    or image that does not open."""
     kind = file_kind(path)
     if not data:
         raise ParseError(str(path), "file is empty (0 bytes)")
-    if kind != "pdf" and b"\x00" in data[:65536]:
+    if kind in _TEXT_KINDS and b"\x00" in data[:65536]:
         raise ParseError(str(path), f"binary content under a {kind} name (a {path.suffix} file is text)")
-    return page_count(path, data)
+    check = _checker(kind)
+    return check(path, data) if check is not None else 1
 
 
 def quick_page_count(path: Path) -> int:
-    """Pages of a file without reading it all (for progress); 1 when unknown or not a PDF."""
-    if path.suffix.lower() != ".pdf":
-        return 1
+    """Pages of a file without reading it all (for progress); 1 when unknown or a format without pages."""
+    kind = _KINDS.get(path.suffix.lower())
     try:
-        import pymupdf
+        if kind == "pdf":
+            import pymupdf
 
-        with pymupdf.open(path) as doc:
-            return max(doc.page_count, 1)
+            with pymupdf.open(path) as doc:
+                return max(doc.page_count, 1)
+        return _quick_count(kind, path) if kind else 1
     except Exception:  # a broken file: the parser reports it properly later
         return 1
 

@@ -95,7 +95,11 @@ def open_pdf(path: Path, data: bytes) -> pymupdf.Document:
         raise ParseError(name, f"not a valid PDF: {exc}") from exc
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
-        raise ParseError(name, "encrypted; a password is required to read this PDF")
+        raise ParseError(
+            name,
+            "encrypted; a password is required to read this PDF "
+            "(hyperfolio add --password, or Collection.add(..., password=...))",
+        )
     if doc.is_repaired and b"%%EOF" not in data[-2048:]:
         doc.close()
         raise ParseError(name, "not a valid PDF: the file is truncated (no end-of-file marker)")

@@ -227,7 +227,8 @@ def create_app(config: ServerConfig, library: Library | None = None) -> FastAPI:
         "/api/collections/{name}/documents",
         tags=["documents"],
         status_code=202,
-        summary="Upload files to index (PDF, Markdown, HTML, text); answers with the ingestion job.",
+        summary="Upload files to index (PDF, Word, PowerPoint, Excel/CSV, images, Markdown, HTML, text); "
+        "answers with the ingestion job.",
     )
     def upload(name: str, files: Annotated[list[UploadFile], File(description="The files.")]) -> dict[str, Any]:
         col = lib.reader(name)

@@ -56,11 +56,12 @@ DocArg = Annotated[
 ]
 
 INSTRUCTIONS = """\
-hyperfolio answers questions about indexed documents (PDF, Markdown, HTML, text) with citations to
-document, page and region. Start with list_collections / list_documents. Index files with
-add_document (a path on the server's machine). Use ask for a cited answer, retrieve for the ranked
-evidence, get_page to see a cited page (pass the citation's box to highlight it) and
-draw_hypergraph to picture how entities are connected. Collections default to "default"."""
+hyperfolio answers questions about indexed documents (PDF, Word, PowerPoint, Excel/CSV, images,
+Markdown, HTML, text) with citations to document, page and region. Start with list_collections /
+list_documents. Index files with add_document (a path on the server's machine). Use ask for a
+cited answer, retrieve for the ranked evidence, get_page to see a cited page (pass the citation's
+box to highlight it) and draw_hypergraph to picture how entities are connected. Collections
+default to "default"."""
 
 
 class HyperfolioMCP(MCPServer):
@@ -166,7 +167,8 @@ def build_mcp(library: Library) -> MCPServer:
         ],
         collection: CollectionArg = DEFAULT_COLLECTION,
     ) -> Structured:
-        """Index a file or every supported file in a folder (PDF, Markdown, HTML, text) into a collection.
+        """Index a file or every supported file in a folder into a collection (PDF, Word, PowerPoint,
+        Excel/CSV, images, Markdown, HTML, text).
 
         Creates the collection if needed. Takes seconds per document; a file already indexed
         unchanged is skipped. Returns each file's status, pages, chunks and, on failure, why.
@@ -330,9 +332,12 @@ def _add_line(r: AddResult) -> str:
 
 
 def _cite(number: int, c: dict[str, Any]) -> str:
-    printed = f" (printed page {c['page_label']})" if c.get("page_label") else ""
+    label = c.get("page_label") or ""
+    # "slide 3" / "sheet Revenue" name their own unit (Citation.label); a PDF's printed label is extra
+    where = label if label.startswith(("slide ", "sheet ")) else f"page {c['page']}"
+    printed = f" (printed page {label})" if label and where != label else ""
     region = f", box {_box(c['bbox'])}" if c.get("bbox") else ""
-    return f"[{number}] {c['title']} (doc {c['doc_id']}), page {c['page']}{printed}{region}"
+    return f"[{number}] {c['title']} (doc {c['doc_id']}), {where}{printed}{region}"
 
 
 def _answer_text(data: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from hyperfolio.config import DEFAULT_COLLECTION
+from hyperfolio.config import data_home
 from hyperfolio.errors import StoreError
 from hyperfolio.store.base import ModelRecordStore, Store
 
@@ -28,7 +28,7 @@ def local_folder(location: str) -> Path:
     parts = urlsplit(location)
     name = "_".join(p for p in (parts.hostname or "local", str(parts.port or ""), parts.path.strip("/")) if p)
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:120] or "server"
-    return DEFAULT_COLLECTION.parent / "servers" / safe
+    return data_home() / "servers" / safe
 
 
 def open_store(location: str | Path) -> Store:

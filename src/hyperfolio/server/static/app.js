@@ -906,7 +906,7 @@ function withMarkers(text, citations) {
         type: "button",
         class: "marker",
         text: String(n),
-        "aria-label": `Citation ${n}: ${cite.title}, page ${cite.page_label || cite.page}`,
+        "aria-label": `Citation ${n}: ${cite.title}, ${pageName(cite)}`,
         onclick: (event) => openCitation(cite, n, event.currentTarget),
       }));
     }
@@ -917,6 +917,9 @@ function withMarkers(text, citations) {
 }
 
 function pageName(cite) {
+  // "slide 3" / "sheet Revenue" name their own unit (as Citation.label in model.py); a PDF's printed
+  // page label is shown beside the page number it differs from.
+  if (/^(slide|sheet) /.test(cite.page_label || "")) return cite.page_label;
   return cite.page_label && cite.page_label !== String(cite.page)
     ? `page ${cite.page} (printed ${cite.page_label})`
     : `page ${cite.page}`;
