@@ -47,7 +47,7 @@ def cli_collection(tmp_path_factory: pytest.TempPathFactory, model_env: dict[str
     directory = tmp_path_factory.mktemp("real-model-cli") / "collection"
     result = hyperfolio(["add", str(small_pdf), "-c", str(directory)], model_env)
     assert result.returncode == 0, shown(result)
-    assert "1 ok, 0 failed" in result.stdout, shown(result)
+    assert "1 file: 1 added, 0 failed" in result.stdout, shown(result)
     return directory
 
 

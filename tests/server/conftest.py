@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +45,19 @@ def running(app) -> Iterator[str]:  # noqa: ANN001 - any ASGI app
 def serve_app():  # noqa: ANN201
     """`with serve_app(app) as url:` runs an ASGI app on a free loopback port for the block."""
     return running
+
+
+@pytest.fixture(scope="session")
+def encrypted_pdf(pdf_writer):  # noqa: ANN201
+    """`encrypted_pdf(path, pages, password)`: a text PDF, one string per page, saved under AES-256 with
+    `password` as its user password (and another as the owner's), as the server tests upload them."""
+    import pymupdf
+
+    def write(path: Path, pages: list[str], password: str) -> Path:
+        plain = pdf_writer(path.with_name(f"plain-{path.name}"), pages)
+        with pymupdf.open(plain) as doc:
+            doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw="owner-Kp4-unrelated")
+        plain.unlink()
+        return path
+
+    return write

@@ -23,13 +23,18 @@ from hyperfolio.sample import SAMPLE_QUESTION, SAMPLE_TITLE, write_sample_report
 
 TOOLS = {"list_collections", "list_documents", "add_document", "ask", "retrieve", "get_page", "draw_hypergraph"}
 PNG = b"\x89PNG\r\n\x1a\n"
+SECRET = "Wq3-juniper-Keystone-8812"  # distinctive, so finding it anywhere means it leaked
+LOCKED_PAGES = [
+    "# Harbour Survey\nThis survey describes the port of Lindqvist and its approaches.",
+    "# Cranes\nThe Lindqvist terminal runs 23 gantry cranes along its northern quay.",
+]
 
 
 def text_of(result: CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
-async def stdio_session_calls(root: Path, pdf: Path, errlog: Any) -> dict[str, Any]:
+async def stdio_session_calls(root: Path, pdf: Path, locked: Path, errlog: Any) -> dict[str, Any]:
     """One server process, every call the tests look at; their results by name."""
     code = f"from hyperfolio.server.mcp import run_stdio; run_stdio({str(root)!r})"
     params = StdioServerParameters(command=sys.executable, args=["-c", code])
@@ -47,20 +52,29 @@ async def stdio_session_calls(root: Path, pdf: Path, errlog: Any) -> dict[str, A
             out["page"] = await session.call_tool("get_page", where)
             out["missing"] = await session.call_tool("ask", {"question": "anything", "collection": "nope"})
             out["bad_page"] = await session.call_tool("get_page", {"doc": doc, "page": 99})
+            vault = {"path": str(locked), "collection": "vault"}  # its own collection: `default` stays as above
+            out["locked"] = await session.call_tool("add_document", vault)
+            out["wrong"] = await session.call_tool("add_document", {**vault, "password": "guess"})
+            out["unlocked"] = await session.call_tool("add_document", {**vault, "password": SECRET})
+            question = "How many gantry cranes does the Lindqvist terminal run?"
+            out["ask_unlocked"] = await session.call_tool("ask", {"question": question, "collection": "vault"})
     return out
 
 
 @pytest.fixture(scope="module")
-def calls(tmp_path_factory) -> dict[str, Any]:
+def calls(tmp_path_factory, encrypted_pdf) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("mcp")
     pdf = write_sample_report(base / "report.pdf")
+    locked = encrypted_pdf(base / "survey.pdf", LOCKED_PAGES, SECRET)
     log = base / "server.log"
     with log.open("w") as errlog:
         try:
-            return anyio.run(stdio_session_calls, base / "root", pdf, errlog)
+            out = anyio.run(stdio_session_calls, base / "root", pdf, locked, errlog)
         except BaseException:
             print(log.read_text(), file=sys.stderr)  # the server's own account, for the failure report
             raise
+    out["base"] = base
+    return out
 
 
 def test_lists_the_tools(calls):
@@ -98,6 +112,25 @@ def test_get_page_returns_the_picture_and_its_text(calls):
     assert len(images) == 1 and images[0].mime_type == "image/png"
     assert base64.b64decode(images[0].data).startswith(PNG)
     assert "North Sea" in text_of(page)
+
+
+def test_add_document_opens_an_encrypted_pdf_with_its_password(calls):
+    tools = {tool.name: tool for tool in calls["tools"]}
+    assert tools["add_document"].input_schema["properties"]["password"]["format"] == "password"
+    locked = calls["locked"]
+    assert locked.is_error and "password is needed" in text_of(locked) and "password argument" in text_of(locked)
+    assert locked.structured_content["files"][0]["status"] == "failed"
+    wrong = calls["wrong"]
+    assert wrong.is_error and "survey.pdf: failed - wrong password" in text_of(wrong)
+    unlocked = calls["unlocked"]
+    assert not unlocked.is_error, text_of(unlocked)
+    [row] = unlocked.structured_content["files"]
+    assert row["status"] == "added" and row["pages"] == 2
+    asked = calls["ask_unlocked"].structured_content
+    assert "23 gantry cranes" in asked["answer"] and asked["citations"][0]["page"] == 2
+    # The password is in no file of the collections, nor in the server's own log.
+    for path in [p for p in (calls["base"] / "root").rglob("*") if p.is_file()] + [calls["base"] / "server.log"]:
+        assert SECRET.encode() not in path.read_bytes(), f"the password is in {path}"
 
 
 def test_errors_are_one_clear_line(calls):

@@ -25,6 +25,11 @@ expect = playwright.expect
 
 CORRUPT_PDF = b"%PDF-1.4 garbage"
 NOTES = "# Site notes\n\nThe Baltic wind farm at Kriegers Flak opened in 2021 with 40 turbines.\n"
+SECRET = "Rv8-saffron-Lighthouse-3307"
+LOCKED_PAGES = [
+    "# Harbour Survey\nThis survey describes the port of Lindqvist and its approaches.",
+    "# Cranes\nThe Lindqvist terminal runs 23 gantry cranes along its northern quay.",
+]
 
 
 def artifacts() -> Path:
@@ -246,4 +251,48 @@ def test_corrupt_pdf_fails_with_the_reason_and_the_ready_document_stays(tab: Tab
     expect(page.get_by_test_id("page-image")).to_be_hidden()
     tab.shot("05-text-citation.png")
     page.keyboard.press("Escape")
+    tab.check_clean()
+
+
+def test_an_encrypted_pdf_asks_for_its_password_and_is_indexed(
+    tab: Tab, service: str, tmp_path: Path, encrypted_pdf
+) -> None:
+    page = open_app(tab, service)
+    sent: list[str] = []  # every URL the page requested: the password must travel in a body, never a URL
+    page.on("request", lambda request: sent.append(request.url))
+    pdf = encrypted_pdf(tmp_path / "harbour-survey.pdf", LOCKED_PAGES, SECRET)
+
+    # Refused as it arrives: the row asks for the password in a masked field, which takes focus.
+    page.set_input_files("#file-input", str(pdf))
+    row = upload_row(page, pdf.name)
+    expect(row).to_have_attribute("data-status", "locked")
+    expect(row.locator(".chip")).to_have_text("locked")
+    expect(row.get_by_test_id("upload-detail")).to_have_text("Encrypted: enter its password to index it.")
+    field = row.get_by_label(f"Password for {pdf.name}")
+    expect(field).to_have_attribute("type", "password")
+    expect(field).to_be_focused()
+    unlock = row.get_by_role("button", name=f"Unlock {pdf.name}")
+    tab.shot("06-encrypted.png")
+
+    # A wrong password says so and empties the field for another try.
+    field.fill("guess")
+    unlock.click()
+    expect(row.get_by_test_id("upload-detail")).to_have_text("Wrong password: try again.")
+    expect(field).to_have_value("")
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(field).to_be_focused()
+    tab.shot("07-wrong-password.png")
+
+    # The right one (Enter sends it): the file is indexed, its field gone, the document ready.
+    field.fill(SECRET)
+    field.press("Enter")
+    expect(row).to_have_attribute("data-status", "done", timeout=40_000)
+    expect(row).to_contain_text("2 pages")
+    expect(row.get_by_test_id("password-form")).to_have_count(0)
+    expect(page.locator("#choose-files")).to_be_focused()
+    document = page.get_by_test_id("document").filter(has_text=re.compile(r"harbour.survey", re.IGNORECASE))
+    expect(document.get_by_test_id("doc-status")).to_have_text("ready")
+    expect(document).to_contain_text("2 pages")
+    tab.shot("08-unlocked.png")
+    assert not any(SECRET in url or "guess" in url for url in sent)
     tab.check_clean()

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, File, Query, Request, Response, UploadFile
+from fastapi import Depends, FastAPI, File, Form, Query, Request, Response, UploadFile
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
@@ -30,10 +30,11 @@ from pydantic import BaseModel, Field
 from hyperfolio.collection import Collection
 from hyperfolio.errors import HyperfolioError, ParseError
 from hyperfolio.parse import SUPPORTED_SUFFIXES, inspect_bytes
+from hyperfolio.parse.unlock import WrongPassword, is_encrypted, unlock
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
 from hyperfolio.retrieve.base import typed_knobs
-from hyperfolio.server.jobs import Job, JobQueue, Upload, unfinished_uploads
+from hyperfolio.server.jobs import PASSWORD_NEEDED, Job, JobQueue, Upload, unfinished_uploads
 from hyperfolio.server.library import Library
 from hyperfolio.server.problems import PROBLEM_RESPONSES, Problem, install, problem_response
 
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 UPLOAD_DIR = "uploads"
 READ_BLOCK = 1 << 20
+MAX_PASSWORD = 1024  # characters; PDF and Office passwords are far shorter
 
 
 @dataclass
@@ -229,8 +231,23 @@ def create_app(config: ServerConfig, library: Library | None = None) -> FastAPI:
         status_code=202,
         summary="Upload files to index (PDF, Word, PowerPoint, Excel/CSV, images, Markdown, HTML, text); "
         "answers with the ingestion job.",
+        description="A file that cannot be indexed is listed under `rejected` (or, when none can, the upload is "
+        "refused with them). An encrypted PDF or Office file is checked with `password` as it arrives: without "
+        "it, or with a wrong one, it is refused with 422 and `encrypted: true` in its `rejected` entry.",
     )
-    def upload(name: str, files: Annotated[list[UploadFile], File(description="The files.")]) -> dict[str, Any]:
+    def upload(
+        name: str,
+        files: Annotated[list[UploadFile], File(description="The files.")],
+        password: Annotated[
+            str,
+            Form(
+                max_length=MAX_PASSWORD,
+                description="Password of the encrypted PDF and Office files in this upload (tried on each); "
+                "empty: none. Used for this upload's indexing only, never stored.",
+                json_schema_extra={"format": "password", "writeOnly": True},
+            ),
+        ] = "",
+    ) -> dict[str, Any]:
         col = lib.reader(name)
         if not files:
             raise Problem(400, "no files in the upload (send multipart/form-data with 'files' parts)")
@@ -238,14 +255,16 @@ def create_app(config: ServerConfig, library: Library | None = None) -> FastAPI:
         rejected: list[dict[str, Any]] = []
         for part in files:
             try:
-                accepted.append(_receive(col, part, config))
+                accepted.append(_receive(col, part, config, password or None))
             except Problem as exc:
-                rejected.append({"name": _shown_name(part.filename), "status": exc.status, "reason": exc.detail})
+                shown = _shown_name(part.filename)
+                rejected.append({"name": shown, "status": exc.status, "reason": exc.detail, **exc.extra})
         if not accepted:
             worst = max(r["status"] for r in rejected)
             first = rejected[0]
             raise Problem(worst, f"{first['name']}: {first['reason']}", rejected=rejected)
-        job = queue.submit(name, accepted)
+        # The password goes along only when a file needs it, and only in memory (see JobQueue.submit).
+        job = queue.submit(name, accepted, password if any(u.encrypted for u in accepted) else None)
         return {**job.summary(), "rejected": rejected, "events": f"/api/jobs/{job.job_id}/events"}
 
     @app.get("/api/collections/{name}/documents/{doc}", tags=["documents"], summary="One document.")
@@ -474,8 +493,9 @@ def _safe_name(shown: str) -> str:
     return f"{clean}.{suffix.lower()}" if suffix else clean
 
 
-def _receive(col: Collection, part: UploadFile, config: ServerConfig) -> Upload:
-    """Check and store one uploaded file under the collection's uploads folder, in a fresh directory."""
+def _receive(col: Collection, part: UploadFile, config: ServerConfig, password: str | None) -> Upload:
+    """Check and store one uploaded file under the collection's uploads folder, in a fresh directory.
+    An encrypted file is stored as it came (its identity is its own bytes) and checked decrypted."""
     shown = _shown_name(part.filename)
     suffix = Path(_safe_name(shown)).suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
@@ -490,12 +510,24 @@ def _receive(col: Collection, part: UploadFile, config: ServerConfig) -> Upload:
         chunks.append(block)
     data = b"".join(chunks)
     target = col.path / UPLOAD_DIR / uuid.uuid4().hex / _safe_name(shown)
+    encrypted = is_encrypted(target, data)
     try:
-        pages = inspect_bytes(target, data)
+        pages = inspect_bytes(target, _unlocked(target, data, password) if encrypted else data)
     except ParseError as exc:
         raise Problem(415 if "unsupported" in exc.reason else 422, exc.reason) from None
     if pages > config.max_pages:
         raise Problem(413, f"{pages} pages; the limit is {config.max_pages} pages per document")
     target.parent.mkdir(parents=True)
     target.write_bytes(data)
-    return Upload(shown, target, pages)
+    return Upload(shown, target, pages, encrypted)
+
+
+def _unlocked(target: Path, data: bytes, password: str | None) -> bytes:
+    """The decrypted bytes, so a missing or wrong password is refused with the upload rather than
+    found later by the job; `encrypted` in the refusal tells a client that a password would help."""
+    if not password:
+        raise Problem(422, PASSWORD_NEEDED, encrypted=True)
+    try:
+        return unlock(target, data, password)
+    except WrongPassword:
+        raise Problem(422, "wrong password", encrypted=True) from None

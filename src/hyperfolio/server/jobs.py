@@ -3,6 +3,10 @@
 A job's events (planned pages, the stage of each file, pages parsed, chunks embedded, each
 file's result, the end) are kept in order with a sequence number, so any number of listeners
 can follow one (server-sent events) and a listener that reconnects resumes where it stopped.
+
+The password of an encrypted upload travels with its job through the queue, in memory only: it is
+no part of the job record, so no summary, event, log line or file ever holds it. A service stopped
+before such a job ran resumes the upload without it, and the file then fails asking for it.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from hyperfolio.collection import STAGE_READY, AddProgress, AddResult, Collection
+from hyperfolio.parse.unlock import NEEDED
 
 log = logging.getLogger(__name__)
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+# The library's NEEDED names the CLI's option; a client of the service sends the upload's field.
+PASSWORD_NEEDED = "encrypted: a password is needed (send it with the upload, in the 'password' field)"
 
 
 @dataclass
@@ -31,6 +38,7 @@ class Upload:
     name: str
     path: Path
     pages: int
+    encrypted: bool = False  # needs the upload's password to be read
 
 
 @dataclass
@@ -144,6 +152,8 @@ class JobProgress(AddProgress):
         self.current_pages = 0
         row = asdict(result)
         row["name"] = self.names.get(result.path, Path(result.path).name)
+        if row["reason"] == NEEDED:
+            row["reason"] = PASSWORD_NEEDED
         del row["path"]  # where the service keeps it is nobody's business
         self.job.results.append(row)
         self.job.emit("file", **row)
@@ -156,17 +166,18 @@ class JobQueue:
         self._writer_of = writer_of  # name -> Collection
         self._workers = workers
         self._jobs: dict[str, Job] = {}
-        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Job, str | None] | None] = queue.Queue()  # a job and its password
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="hyperfolio-ingest", daemon=True)
         self._thread.start()
 
-    def submit(self, collection: str, files: list[Upload]) -> Job:
+    def submit(self, collection: str, files: list[Upload], password: str | None = None) -> Job:
+        """Queue `files`; `password` (for their encrypted ones) rides in the queue beside the job, not in it."""
         job = Job(uuid.uuid4().hex[:16], collection, files)
         with self._lock:
             self._jobs[job.job_id] = job
         job.emit("queued", position=self._queue.qsize() + 1)
-        self._queue.put(job)
+        self._queue.put((job, password))
         return job
 
     def get(self, job_id: str) -> Job | None:
@@ -183,17 +194,18 @@ class JobQueue:
 
     def _run(self) -> None:
         while True:
-            job = self._queue.get()
-            if job is None:
+            item = self._queue.get()
+            if item is None:
                 return
-            self._process(job)
+            self._process(*item)
 
-    def _process(self, job: Job) -> None:
+    def _process(self, job: Job, password: str | None = None) -> None:
         job.status, job.started = RUNNING, time.time()
         job.emit("started")
         try:
             col: Collection = self._writer_of(job.collection)
-            report = col.add([f.path for f in job.files], progress=JobProgress(job), workers=self._workers)
+            paths = [f.path for f in job.files]
+            report = col.add(paths, progress=JobProgress(job), workers=self._workers, password=password)
             job.status = DONE
             job.finished = time.time()
             job.emit(

@@ -27,6 +27,8 @@ from starlette.applications import Starlette
 
 from hyperfolio.collection import AddResult
 from hyperfolio.errors import HyperfolioError
+from hyperfolio.model import Citation
+from hyperfolio.parse.unlock import NEEDED
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
 from hyperfolio.server.library import CollectionNotFound, Library
@@ -58,10 +60,10 @@ DocArg = Annotated[
 INSTRUCTIONS = """\
 hyperfolio answers questions about indexed documents (PDF, Word, PowerPoint, Excel/CSV, images,
 Markdown, HTML, text) with citations to document, page and region. Start with list_collections /
-list_documents. Index files with add_document (a path on the server's machine). Use ask for a
-cited answer, retrieve for the ranked evidence, get_page to see a cited page (pass the citation's
-box to highlight it) and draw_hypergraph to picture how entities are connected. Collections
-default to "default"."""
+list_documents. Index files with add_document (a path on the server's machine; pass password for
+encrypted PDF and Office files). Use ask for a cited answer, retrieve for the ranked evidence,
+get_page to see a cited page (pass the citation's box to highlight it) and draw_hypergraph to
+picture how entities are connected. Collections default to "default"."""
 
 
 class HyperfolioMCP(MCPServer):
@@ -166,18 +168,27 @@ def build_mcp(library: Library) -> MCPServer:
             Field(description="Absolute path of a file or folder on the server's machine (globs allowed)."),
         ],
         collection: CollectionArg = DEFAULT_COLLECTION,
+        password: Annotated[
+            str | None,
+            Field(
+                max_length=1024,
+                description="Password of encrypted PDF and Office files (tried on each); used once, never stored.",
+                json_schema_extra={"format": "password", "writeOnly": True},
+            ),
+        ] = None,
     ) -> Structured:
         """Index a file or every supported file in a folder into a collection (PDF, Word, PowerPoint,
         Excel/CSV, images, Markdown, HTML, text).
 
         Creates the collection if needed. Takes seconds per document; a file already indexed
-        unchanged is skipped. Returns each file's status, pages, chunks and, on failure, why.
+        unchanged is skipped. An encrypted file fails asking for `password` when none is given.
+        Returns each file's status, pages, chunks and, on failure, why.
         """
         target = str(Path(path).expanduser())
 
         def run() -> list[AddResult]:
             library.create(collection)
-            return library.writer(collection).add([target]).results
+            return library.writer(collection).add([target], password=password or None).results
 
         results = await work(run)
         rows = [
@@ -189,7 +200,7 @@ def build_mcp(library: Library) -> MCPServer:
                 "pages": r.pages,
                 "chunks": r.chunks,
                 "seconds": round(r.seconds, 3),
-                "reason": r.reason,
+                "reason": _reason(r.reason),
             }
             for r in results
         ]
@@ -323,10 +334,15 @@ def _box(bbox: list[float] | None) -> str:
     return "[" + ", ".join(f"{v:.1f}" for v in bbox) + "]" if bbox else ""
 
 
+def _reason(reason: str) -> str:
+    """The library's NEEDED names the CLI's option; an agent passes the tool's argument instead."""
+    return "encrypted: a password is needed (pass add_document's password argument)" if reason == NEEDED else reason
+
+
 def _add_line(r: AddResult) -> str:
     name = Path(r.path).name or r.path
     if not r.ok:
-        return f"{name}: failed - {_one_line(r.reason)}"
+        return f"{name}: failed - {_one_line(_reason(r.reason))}"
     extra = f" ({r.reason})" if r.reason else ""
     return f"{name}: {r.status} as {r.doc_id} '{r.title}', {r.pages} pages, {r.chunks} chunks{extra}"
 
@@ -334,7 +350,7 @@ def _add_line(r: AddResult) -> str:
 def _cite(number: int, c: dict[str, Any]) -> str:
     label = c.get("page_label") or ""
     # "slide 3" / "sheet Revenue" name their own unit (Citation.label); a PDF's printed label is extra
-    where = label if label.startswith(("slide ", "sheet ")) else f"page {c['page']}"
+    where = label if label.startswith(Citation.UNIT_LABELS) else f"page {c['page']}"
     printed = f" (printed page {label})" if label and where != label else ""
     region = f", box {_box(c['bbox'])}" if c.get("bbox") else ""
     return f"[{number}] {c['title']} (doc {c['doc_id']}), {where}{printed}{region}"

@@ -397,7 +397,10 @@ async function removeDocument(doc, button) {
 
 // ---------------------------------------------------------------------- uploads
 
-const ROW_LABELS = { uploading: "uploading", queued: "queued", indexing: "indexing", done: "ready", failed: "failed" };
+const ROW_LABELS = {
+  uploading: "uploading", queued: "queued", indexing: "indexing", done: "ready", failed: "failed", locked: "locked",
+};
+let rowCount = 0; // ids that tie a row's fields to its detail line
 
 /** The name the service shows for an uploaded file (its last path part, trimmed). */
 function shownName(name) {
@@ -406,7 +409,12 @@ function shownName(name) {
 }
 
 function makeRow(file) {
+  rowCount += 1;
   const row = {
+    id: rowCount,
+    file, // kept to send it again, with a password, when it turns out to be encrypted
+    lock: null, // the password form of an encrypted file
+    lockFocus: false, // focus was in that form when it was sent
     collection: state.collection,
     name: shownName(file.name),
     status: "uploading",
@@ -429,7 +437,7 @@ function makeRow(file) {
     },
     row.fill,
   );
-  row.detail = el("div", { class: "upload-detail", "data-testid": "upload-detail" });
+  row.detail = el("div", { class: "upload-detail", id: `upload-detail-${row.id}`, "data-testid": "upload-detail" });
   row.el = el(
     "li",
     { class: "upload-row", "data-testid": "upload-row", "data-name": row.name, "data-collection": row.collection },
@@ -452,6 +460,7 @@ function updateRow(row, { status, fraction, detail, valueText } = {}) {
     row.chip.textContent = ROW_LABELS[status] || status;
     row.chip.className = `chip ${status === "done" ? "chip-ok" : status === "failed" ? "chip-bad" : "chip-busy"}`;
     row.finished = status === "done" || status === "failed";
+    if (row.lock && status !== "locked" && status !== "uploading") dropLock(row);
   }
   if (fraction !== undefined && fraction !== null) {
     row.fraction = status === "uploading" ? fraction : Math.max(row.fraction, Math.min(1, fraction));
@@ -482,9 +491,11 @@ function startUpload(fileList) {
   sendFiles(files, rows, state.collection);
 }
 
-function sendFiles(files, rows, collection) {
+// `password` opens the encrypted files among `files`; it goes in this request only and is kept nowhere.
+function sendFiles(files, rows, collection, password = "") {
   const form = new FormData();
   for (const file of files) form.append("files", file, file.name);
+  if (password) form.append("password", password);
   const request = new XMLHttpRequest();
   request.open("POST", `/api/collections/${enc(collection)}/documents`);
   if (state.key) request.setRequestHeader("Authorization", `Bearer ${state.key}`);
@@ -506,19 +517,19 @@ function sendFiles(files, rows, collection) {
     if (request.status === 401) {
       try {
         await needKey(new ApiError(401, (body && body.detail) || "this service needs its API key"));
-        sendFiles(files, rows, collection);
+        sendFiles(files, rows, collection, password);
       } catch (err) {
         rows.forEach((row) => failRow(row, err.message));
       }
       return;
     }
     if (request.status >= 200 && request.status < 300 && body && body.job_id) {
-      accepted(body, rows, collection);
+      accepted(body, rows, collection, Boolean(password));
       return;
     }
     const detail = (body && body.detail) || `upload refused (${request.status} ${request.statusText})`;
     const rejected = (body && Array.isArray(body.rejected)) ? body.rejected : [];
-    applyRejected(rows, rejected);
+    applyRejected(rows, rejected, Boolean(password));
     rows.filter((row) => !row.finished).forEach((row) => failRow(row, detail));
   });
   request.addEventListener("error", () => {
@@ -533,15 +544,91 @@ function claimRow(rows, name) {
   return row;
 }
 
-function applyRejected(rows, rejected) {
+// An encrypted file refused after a password was sent was refused for that password.
+function applyRejected(rows, rejected, sentPassword = false) {
   for (const item of rejected) {
     const row = claimRow(rows, item.name);
-    if (row) failRow(row, item.reason || "rejected by the service");
+    if (!row) continue;
+    if (item.encrypted) askPassword(row, sentPassword);
+    else failRow(row, item.reason || "rejected by the service");
   }
 }
 
-function accepted(job, rows, collection) {
-  applyRejected(rows, job.rejected || []);
+/** An encrypted file the service refused: a password field on its row, to send that file again. */
+function askPassword(row, wrong) {
+  updateRow(row, {
+    status: "locked",
+    detail: wrong ? "Wrong password: try again." : "Encrypted: enter its password to index it.",
+  });
+  row.finished = true; // nothing more comes for this row until it is sent again
+  if (!row.lock) row.lock = passwordForm(row);
+  row.lock.hidden = false;
+  const input = row.lock.querySelector("input");
+  input.value = "";
+  input.setAttribute("aria-invalid", String(wrong));
+  announce(wrong ? `Wrong password for ${row.name}.` : `${row.name} is encrypted: enter its password to index it.`);
+  // Into the field after a wrong password, or when nothing else holds focus (the first locked file).
+  const idle = [document.body, $("choose-files")].includes(document.activeElement);
+  if (wrong || idle) input.focus();
+}
+
+function passwordForm(row) {
+  const id = `upload-password-${row.id}`;
+  const input = el("input", {
+    id,
+    type: "password",
+    placeholder: "Password",
+    autocomplete: "off",
+    spellcheck: "false",
+    maxlength: 1024,
+    required: true,
+    "aria-describedby": row.detail.id,
+    "data-testid": "upload-password",
+  });
+  const form = el(
+    "form",
+    { class: "password-form", "data-testid": "password-form" },
+    el("label", { for: id, class: "visually-hidden", text: `Password for ${row.name}` }),
+    input,
+    el("button", {
+      type: "submit",
+      class: "btn btn-primary btn-small",
+      text: "Unlock",
+      "aria-label": `Unlock ${row.name}`,
+    }),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const password = input.value;
+    if (!password) {
+      input.focus();
+      return;
+    }
+    input.value = ""; // the password lives in the request below only
+    row.lockFocus = form.contains(document.activeElement);
+    form.hidden = true;
+    row.finished = false;
+    row.claimed = false;
+    updateRow(row, { status: "uploading", fraction: 0, detail: "uploading with the password…" });
+    announce(`Sending ${row.name} again with its password.`);
+    sendFiles([row.file], [row], row.collection, password);
+  });
+  row.el.append(form);
+  return form;
+}
+
+/** The file went on (or failed for another reason): its password form goes, focus stays in the panel. */
+function dropLock(row) {
+  row.lock.remove();
+  row.lock = null;
+  if (row.lockFocus && (document.activeElement === document.body || !document.activeElement)) {
+    $("choose-files").focus();
+  }
+  row.lockFocus = false;
+}
+
+function accepted(job, rows, collection, sentPassword = false) {
+  applyRejected(rows, job.rejected || [], sentPassword);
   const jobRows = [];
   for (const file of job.files || []) {
     const row = claimRow(rows, file.name);
