@@ -57,6 +57,22 @@ def require_program(name: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture
+def written_nowhere():
+    """`check(folder, secret)`: no file under `folder` (database, its journal, uploads, images, caches)
+    holds the secret's bytes, in UTF-8 or UTF-16."""
+
+    def check(folder: Path, secret: str) -> None:
+        needles = [secret.encode("utf-8"), secret.encode("utf-16-le")]
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        assert files
+        for path in files:
+            data = path.read_bytes()
+            assert not any(n in data for n in needles), f"the password is in {path}"
+
+    return check
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """`@pytest.mark.needs("tesseract", "graphviz")`: see `require_program`."""
     for marker in item.iter_markers(name="needs"):

@@ -213,6 +213,15 @@ class _BarProgress(AddProgress):
             )
 
 
+RootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--root",
+        "-r",
+        envvar="HYPERFOLIO_ROOT",
+        help="Folder whose collections are served. Default: ~/.local/share/hyperfolio.",
+    ),
+]
 PasswordOpt = Annotated[
     str | None,
     typer.Option(
@@ -423,7 +432,7 @@ def _ask_service(
 def _searchable(collection: str | None) -> Collection:
     """The collection to question: it must exist and hold documents, else asking it is a mistake to report."""
     col = open_existing(collection)
-    if not col.documents():
+    if not col.titles():  # cheap: no chunk counts
         where = location(collection)
         fail(f"the collection at {where} has no documents yet; add some: hyperfolio add FILES{collection_flag(where)}")
     return col
@@ -840,15 +849,7 @@ def _flat(values: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 
 @app.command()
 def serve(
-    root: Annotated[
-        Path | None,
-        typer.Option(
-            "--root",
-            "-r",
-            envvar="HYPERFOLIO_ROOT",
-            help="Folder whose collections are served. Default: ~/.local/share/hyperfolio.",
-        ),
-    ] = None,
+    root: RootOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on; beyond loopback a key is required.")] = (
         "127.0.0.1"
     ),
@@ -908,15 +909,7 @@ def _hide_keys(record: logging.LogRecord) -> bool:
 
 @app.command(name="mcp")
 def mcp_stdio(
-    root: Annotated[
-        Path | None,
-        typer.Option(
-            "--root",
-            "-r",
-            envvar="HYPERFOLIO_ROOT",
-            help="Folder whose collections are served. Default: ~/.local/share/hyperfolio.",
-        ),
-    ] = None,
+    root: RootOpt = None,
 ) -> None:
     """Serve the MCP tools over stdio, for an agent host to start (list, add, ask, retrieve, page, draw)."""
     try:

@@ -744,7 +744,7 @@ class Collection:
                 {"fact": d.fact, "instead": d.other, "chunks": d.evidence, "reason": d.reason} for d in disputed
             ]
         if doc is None:  # a document still being indexed (or cut off) is not searched yet: say which
-            unfinished = [d for d in self.store.list_documents() if d.status != STAGE_READY]
+            unfinished = self.store.unfinished_documents()
             if unfinished:
                 evidence.meta["not_fully_indexed"] = [
                     {"doc_id": d.doc_id, "title": d.title, "source": d.source, "status": d.status} for d in unfinished

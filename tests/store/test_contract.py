@@ -348,8 +348,10 @@ def test_documents_round_trip(store):
     assert [d.doc_id for d in store.list_documents()] == ["baltic", "north"]
     assert store.titles() == {"north": "Northwind Annual Report", "baltic": "Baltic Review"}
     assert store.get_chunks(["baltic:2:1"])[0].placeholder is True
+    assert [(d.doc_id, d.num_chunks) for d in store.unfinished_documents()] == [("baltic", 3), ("north", 4)]
     store.set_stage("north", STAGE_READY)
     assert store.get_document("north").status == STAGE_READY
+    assert [d.doc_id for d in store.unfinished_documents()] == ["baltic"]
     with pytest.raises(StoreError):
         store.set_stage("nope", STAGE_READY)
 

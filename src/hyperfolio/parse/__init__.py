@@ -7,8 +7,10 @@ fills the document identity (content hash, title, source). Parsers read, never w
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,83 +54,45 @@ _TEXT_KINDS = frozenset({"markdown", "html", "text", "csv"})  # bytes that must 
 Parser = Callable[[Path, bytes, ParseOptions], tuple[list[Page], str | None, dict[str, Any]]]
 
 
+@dataclass(frozen=True)
+class _Format:
+    """Where a kind's functions live (a module of this package, imported only when a file of that kind
+    comes, so reading a text file never pays for PyMuPDF, markdown-it or the Office libraries)."""
+
+    module: str
+    parse: str = ""  # the whole-file parser (PDFs are read in parts: `read_pages`, `finish_document`)
+    check: str = ""  # for binary kinds: (path, bytes) -> pages, or a ParseError when they do not open
+    count: str = ""  # pages from a deck's, workbook's or image's directory or header alone
+
+
+_FORMATS: dict[str, _Format] = {
+    "pdf": _Format("pdf", check="pdf_page_count"),
+    "markdown": _Format("markdown", "parse_markdown"),
+    "html": _Format("html", "parse_html"),
+    "text": _Format("text", "parse_text"),
+    "word": _Format("word", "parse_word", "check_word"),
+    "slides": _Format("slides", "parse_slides", "check_slides", "count_slides"),
+    "spreadsheet": _Format("spreadsheet", "parse_spreadsheet", "check_spreadsheet", "count_sheets"),
+    "csv": _Format("spreadsheet", "parse_csv"),
+    "image": _Format("image", "parse_image", "check_image", "count_frames"),
+}
+
+
+def _function(kind: str, role: str) -> Any:
+    """The `role` function ("parse", "check", "count") of a kind, or None when it has none."""
+    name = getattr(_FORMATS[kind], role)
+    return getattr(importlib.import_module(f"hyperfolio.parse.{_FORMATS[kind].module}"), name) if name else None
+
+
 def _parser(kind: str) -> Parser:
-    """The whole-file parser of a non-PDF kind (PDFs are read in parts: `read_pages`, `finish_document`).
-
-    Imported lazily so reading a text file never pays for PyMuPDF, markdown-it or the Office libraries."""
-    if kind == "markdown":
-        from hyperfolio.parse.markdown import parse_markdown
-
-        return parse_markdown
-    if kind == "html":
-        from hyperfolio.parse.html import parse_html
-
-        return parse_html
-    if kind == "word":
-        from hyperfolio.parse.word import parse_word
-
-        return parse_word
-    if kind == "slides":
-        from hyperfolio.parse.slides import parse_slides
-
-        return parse_slides
-    if kind == "spreadsheet":
-        from hyperfolio.parse.spreadsheet import parse_spreadsheet
-
-        return parse_spreadsheet
-    if kind == "csv":
-        from hyperfolio.parse.spreadsheet import parse_csv
-
-        return parse_csv
-    if kind == "image":
-        from hyperfolio.parse.image import parse_image
-
-        return parse_image
-    from hyperfolio.parse.text import parse_text
-
-    return parse_text
-
-
-def _checker(kind: str) -> Callable[[Path, bytes], int] | None:
-    """For binary kinds, a check that the bytes open as what the name says; it returns the page count."""
-    if kind == "pdf":
-        from hyperfolio.parse.pdf import pdf_page_count
-
-        return pdf_page_count
-    if kind == "word":
-        from hyperfolio.parse.word import check_word
-
-        return check_word
-    if kind == "slides":
-        from hyperfolio.parse.slides import check_slides
-
-        return check_slides
-    if kind == "spreadsheet":
-        from hyperfolio.parse.spreadsheet import check_spreadsheet
-
-        return check_spreadsheet
-    if kind == "image":
-        from hyperfolio.parse.image import check_image
-
-        return check_image
-    return None
+    parse: Parser = _function(kind, "parse")
+    return parse
 
 
 def _quick_count(kind: str, source: Path | io.BytesIO) -> int:
     """Pages of a slide deck, workbook or image from its directory or header alone; 1 for other kinds."""
-    if kind == "slides":
-        from hyperfolio.parse.slides import count_slides
-
-        return count_slides(source)
-    if kind == "spreadsheet":
-        from hyperfolio.parse.spreadsheet import count_sheets
-
-        return count_sheets(source)
-    if kind == "image":
-        from hyperfolio.parse.image import count_frames
-
-        return count_frames(source)
-    return 1
+    count = _function(kind, "count")
+    return int(count(source)) if count is not None else 1
 
 
 def file_kind(path: Path) -> str:
@@ -179,8 +143,8 @@ def inspect_bytes(path: Path, data: bytes) -> int:
         raise ParseError(str(path), "file is empty (0 bytes)")
     if kind in _TEXT_KINDS and b"\x00" in data[:65536]:
         raise ParseError(str(path), f"binary content under a {kind} name (a {path.suffix} file is text)")
-    check = _checker(kind)
-    return check(path, data) if check is not None else 1
+    check = _function(kind, "check")
+    return int(check(path, data)) if check is not None else 1
 
 
 def quick_page_count(path: Path) -> int:

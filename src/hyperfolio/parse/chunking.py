@@ -151,7 +151,8 @@ def pack_text(
     return chunks
 
 
-def _table_text(rows: list[list[str]], caption: str | None) -> str:
+def table_text(rows: list[list[str]], caption: str | None = None) -> str:
+    """The indexed text of a table: its caption, then one line per row with cells joined by bars."""
     lines = [caption] if caption else []
     lines.extend(" | ".join(cell.replace("\n", " ").strip() for cell in row) for row in rows)
     return "\n".join(lines)
@@ -166,7 +167,7 @@ def _split_table(block: Block, max_tokens: int) -> list[Block]:
         return [block]
     parts: list[list[list[str]]] = []
     current: list[list[str]] = []
-    base = count_tokens(_table_text(header, block.caption))
+    base = count_tokens(table_text(header, block.caption))
     size = base
     for row in body:
         n = count_tokens(" | ".join(row))
@@ -183,7 +184,7 @@ def _split_table(block: Block, max_tokens: int) -> list[Block]:
         out.append(
             Block(
                 modality="table",
-                text=_table_text(cells, block.caption),
+                text=table_text(cells, block.caption),
                 bbox=block.bbox,
                 section_path=block.section_path,
                 table=cells,

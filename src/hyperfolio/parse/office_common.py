@@ -18,13 +18,13 @@ from pathlib import Path
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
 from hyperfolio.model import BBox
-from hyperfolio.parse.chunking import Block
+from hyperfolio.parse.chunking import Block, table_text
 from hyperfolio.parse.ocr import ocr_image, tesseract_available
+from hyperfolio.parse.unlock import OLE_MAGIC, office_encrypted
 
 log = logging.getLogger(__name__)
 
 EMU_PER_POINT = 12_700  # Office measures in English Metric Units: 914,400 per inch, 72 points per inch
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # encrypted OOXML and the old binary .doc/.xls/.ppt
 OCR_UNAVAILABLE = "OCR unavailable (Tesseract not installed): pictures are indexed without their text"
 _MAX_REASON = 200
 _NUMBER = re.compile(r"^[-+(]?[$€£¥]?\s*[-+]?\d[\d,.\s]*%?\)?$")
@@ -55,16 +55,6 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 1].rstrip() + "…"
 
 
-def _encrypted(data: bytes) -> bool:
-    """Whether an OLE container holds an encrypted Office document (rather than an old binary file)."""
-    try:
-        import msoffcrypto
-
-        return bool(msoffcrypto.OfficeFile(io.BytesIO(data)).is_encrypted())
-    except Exception:  # msoffcrypto cannot tell: look for the stream every encrypted package carries
-        return b"E\x00n\x00c\x00r\x00y\x00p\x00t\x00i\x00o\x00n\x00I\x00n\x00f\x00o" in data
-
-
 def check_package(path: Path, data: bytes, what: str) -> None:
     """Refuse what is not a readable Office package, with the reason a user can act on.
 
@@ -73,7 +63,7 @@ def check_package(path: Path, data: bytes, what: str) -> None:
     """
     name = str(path)
     if data.startswith(OLE_MAGIC):
-        if _encrypted(data):
+        if office_encrypted(data):
             raise ParseError(name, "encrypted; a password is needed to read it")
         old = {"Word": ".doc", "PowerPoint": ".ppt", "Excel": ".xls"}.get(what, "binary")
         raise ParseError(
@@ -198,13 +188,6 @@ def header_rows(rows: list[list[str]], marked: bool = False) -> int:
         if values and sum(is_number(v) for v in values) * 2 >= len(values):
             return 1
     return 1 if len(set(filled)) == len(filled) and len(filled) >= 2 else 0
-
-
-def table_text(rows: list[list[str]], caption: str | None = None) -> str:
-    """The indexed text of a table: its caption, then one line per row with cells joined by bars."""
-    lines = [caption] if caption else []
-    lines.extend(" | ".join(" ".join(cell.split()) for cell in row) for row in rows)
-    return "\n".join(lines)
 
 
 def table_block(

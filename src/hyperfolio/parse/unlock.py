@@ -17,10 +17,12 @@ __all__ = [
     "MAX_ATTEMPTS",
     "NEEDED",
     "OFFICE_SUFFIXES",
+    "OLE_MAGIC",
     "Password",
     "PasswordPrompt",
     "WrongPassword",
     "is_encrypted",
+    "office_encrypted",
     "read_unlocked",
     "unlock",
     "unlock_file",
@@ -29,7 +31,7 @@ __all__ = [
 NEEDED = "encrypted: a password is needed (hyperfolio add --password, or Collection.add(..., password=...))"
 MAX_ATTEMPTS = 3  # answers a prompt may give for one file before it fails
 OFFICE_SUFFIXES = frozenset({".docx", ".docm", ".pptx", ".pptm", ".xlsx", ".xlsm"})
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an encrypted OOXML file is an OLE container, not a zip
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an encrypted OOXML file is an OLE container, not a zip
 
 
 class PasswordPrompt(Protocol):
@@ -61,14 +63,20 @@ def is_encrypted(path: Path, data: bytes) -> bool:
                 return bool(doc.needs_pass)
         except Exception:
             return False
-    if suffix in OFFICE_SUFFIXES and data.startswith(_OLE_MAGIC):
+    return suffix in OFFICE_SUFFIXES and office_encrypted(data)
+
+
+def office_encrypted(data: bytes) -> bool:
+    """Whether the bytes are an OLE container holding an encrypted Office package (rather than a zip
+    package, or an old binary .doc/.xls/.ppt)."""
+    if not data.startswith(OLE_MAGIC):
+        return False
+    try:
         import msoffcrypto
 
-        try:
-            return bool(msoffcrypto.OfficeFile(io.BytesIO(data)).is_encrypted())
-        except Exception:
-            return False
-    return False
+        return bool(msoffcrypto.OfficeFile(io.BytesIO(data)).is_encrypted())
+    except Exception:  # msoffcrypto cannot tell: look for the stream every encrypted package carries
+        return b"E\x00n\x00c\x00r\x00y\x00p\x00t\x00i\x00o\x00n\x00I\x00n\x00f\x00o" in data
 
 
 def unlock(path: Path, data: bytes, password: str) -> bytes:

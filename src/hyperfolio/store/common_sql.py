@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperfolio.model import Decision, DocumentInfo, Page
-from hyperfolio.store.base import RECONCILE_COUNTS
+from hyperfolio.store.base import RECONCILE_COUNTS, STAGE_READY
 
 # Take a free or lapsed claim (or one whose holder is known dead), renew one's own; a live claim of
 # another owner stays. Parameters: key, owner, expiry, now, the dead holder ('' for none).
@@ -26,6 +26,10 @@ DOC_SELECT = (
     " (SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id), COALESCE(s.stage, ''), d.added_at, d.meta"
     " FROM documents d LEFT JOIN doc_status s ON s.doc_id = d.doc_id"
 )
+
+# Documents whose indexing has not finished: the chunk counts are taken for these rows only, so a
+# question can name them without counting every chunk of the collection.
+UNFINISHED_SELECT = DOC_SELECT + f" WHERE COALESCE(s.stage, '') <> '{STAGE_READY}' ORDER BY d.added_at, d.doc_id"
 
 PAGE_SELECT = "SELECT number, width, height, ocr, vision_dominant FROM pages WHERE doc_id = ? ORDER BY number"
 

@@ -47,6 +47,7 @@ from hyperfolio.store.common_sql import (
     CLAIM_TABLE,
     DOC_SELECT,
     PAGE_SELECT,
+    UNFINISHED_SELECT,
     counts_of,
     decision_row,
     info_of,
@@ -628,6 +629,9 @@ class PostgresStore:
 
     def list_documents(self) -> list[DocumentInfo]:
         return [_info(r) for r in self._query(DOC_SELECT + " ORDER BY d.added_at, d.doc_id")]
+
+    def unfinished_documents(self) -> list[DocumentInfo]:
+        return [_info(r) for r in self._query(UNFINISHED_SELECT)]
 
     def titles(self) -> dict[str, str]:
         return dict(self._query("SELECT doc_id, title FROM documents ORDER BY added_at, doc_id"))

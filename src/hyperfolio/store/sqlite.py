@@ -24,7 +24,15 @@ from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Document, DocumentInfo, Entity, Hyperedge, Page
 from hyperfolio.phrases import normalize_name
 from hyperfolio.store.base import STAGE_PARSED, STAGE_READY
-from hyperfolio.store.common_sql import CLAIM, CLAIM_TABLE, DOC_SELECT, PAGE_SELECT, info_of, page_of
+from hyperfolio.store.common_sql import (
+    CLAIM,
+    CLAIM_TABLE,
+    DOC_SELECT,
+    PAGE_SELECT,
+    UNFINISHED_SELECT,
+    info_of,
+    page_of,
+)
 from hyperfolio.store.concept_tables import CONCEPT_SCHEMA, LAYER_TABLES, ConceptTables
 from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
 from hyperfolio.store.sqlite_vectors import DELETION_LOG, VectorMatrix, prune_deletions
@@ -320,6 +328,9 @@ class SQLiteStore(ConceptTables):
 
     def list_documents(self) -> list[DocumentInfo]:
         return [_info(r) for r in self._query(DOC_SELECT + " ORDER BY d.added_at")]
+
+    def unfinished_documents(self) -> list[DocumentInfo]:
+        return [_info(r) for r in self._query(UNFINISHED_SELECT)]
 
     def titles(self) -> dict[str, str]:
         return dict(self._query("SELECT doc_id, title FROM documents"))
