@@ -29,6 +29,14 @@ class ParseOptions:
     table_layout: bool = False  # confirm tables with PyMuPDF's layout model (~0.6 s more per ruled page)
     virtual_page_words: int = 600  # page size for formats that have no pages (Markdown, HTML, text)
     max_page_chars: int = 200_000  # a page larger than this is truncated with a warning
+    # Limits a file must keep (parse/limits.py); a file beyond one is refused with a line naming it.
+    max_file_mb: float = 512.0  # bytes read per file
+    max_pages: int = 5_000  # pages per document
+    max_image_pixels: int = 150_000_000  # pixels per image or frame (a 12,000 x 12,000 scan passes)
+    max_archive_mb: float = 1_024.0  # what an Office file's zipped parts inflate to, together
+    max_stream_mb: float = 256.0  # what one compressed PDF stream inflates to
+    page_seconds: float = 30.0  # a page still being read after this keeps its text, skips tables and figures
+    worker_memory_mb: int = 4_096  # address space of each parsing worker process (0: no limit)
 
 
 @dataclass(frozen=True)

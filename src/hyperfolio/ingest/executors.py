@@ -60,9 +60,17 @@ class InlineExecutor:
         pass
 
 
-def _init_worker() -> None:
-    """One thread per worker for the native libraries (the pool is the parallelism), and no
-    worker outlives the writer: killed or crashed, its workers exit too."""
+def _init_worker(memory_mb: int = 0) -> None:
+    """One thread per worker for the native libraries (the pool is the parallelism), at most
+    `memory_mb` of address space (a page made to exhaust memory fails its file, not the machine;
+    OCR processes started here inherit the limit), and no worker outlives the writer: killed or
+    crashed, its workers exit too."""
+    if memory_mb > 0:
+        import resource
+
+        limit = memory_mb * 2**20
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     for key in ("OMP_THREAD_LIMIT", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[key] = "1"
     parent = multiprocessing.parent_process()
@@ -80,15 +88,18 @@ class ProcessExecutor:
 
     name = "processes"
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, memory_mb: int = 0) -> None:
         self.workers = workers
+        self.memory_mb = memory_mb  # each worker's address space (0: unlimited)
         self._pool: ProcessPoolExecutor | None = None
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
         if self._pool is None:
             # spawn: the writer holds threads and open databases a fork must not copy
             context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_init_worker)
+            self._pool = ProcessPoolExecutor(
+                self.workers, mp_context=context, initializer=_init_worker, initargs=(self.memory_mb,)
+            )
         return self._pool.submit(fn, *args)
 
     def share(self, path: Path, data: bytes) -> Any:
@@ -100,8 +111,9 @@ class ProcessExecutor:
             self._pool = None
 
 
-def make_executor(workers: int | None = None, ray: str | None = None) -> Executor:
-    """The executor for `--workers N` (0: in-process; None: one per core) or `--ray auto|local|ADDRESS`."""
+def make_executor(workers: int | None = None, ray: str | None = None, memory_mb: int = 0) -> Executor:
+    """The executor for `--workers N` (0: in-process; None: one per core) or `--ray auto|local|ADDRESS`;
+    `memory_mb` bounds each local worker process."""
     if ray:
         from hyperfolio.ingest.ray_executor import RayExecutor
 
@@ -109,4 +121,4 @@ def make_executor(workers: int | None = None, ray: str | None = None) -> Executo
     count = default_workers() if workers is None else workers
     if count < 0:
         raise HyperfolioError(f"--workers must be 0 (in-process) or more, not {count}")
-    return InlineExecutor() if count == 0 else ProcessExecutor(count)
+    return InlineExecutor() if count == 0 else ProcessExecutor(count, memory_mb)

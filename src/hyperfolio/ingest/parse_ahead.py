@@ -31,6 +31,7 @@ from hyperfolio.errors import HyperfolioError, ParseError
 from hyperfolio.ingest.executors import Executor, InlineExecutor, ProcessExecutor
 from hyperfolio.model import Document
 from hyperfolio.parse import file_kind, finish_document, page_count, read_file, read_pages
+from hyperfolio.parse.limits import check_limits, check_pages, check_size
 from hyperfolio.parse.unlock import Password, is_encrypted, unlock_file
 from hyperfolio.timing import StageTimes
 
@@ -58,6 +59,12 @@ def parse_part(
         return read_pages(Path(name), data, options, numbers)
     except HyperfolioError:
         raise
+    except MemoryError:
+        raise ParseError(
+            name,
+            f"needs more memory than a parsing worker may use ({options.worker_memory_mb:,} MB: "
+            "parse.worker_memory_mb)",
+        ) from None
     except Exception as exc:  # travels back as a plain, picklable error naming the file
         raise ParseError(name, f"{type(exc).__name__}: {exc}") from None
 
@@ -80,7 +87,7 @@ class FileJob:
     locked: bool = False  # encrypted and not yet decrypted: `data` is the file's own bytes, `pages` unknown
     unlocked: bool = False  # `data` is decrypted: the file on disk is not what the parsers may read
 
-    def read(self) -> None:
+    def read(self, options: ParseOptions | None = None) -> None:
         """Bytes, hash and page count; a failure is kept for the writer to report in order.
 
         An encrypted file is only hashed: whether it needs parsing (and so its password) is decided
@@ -89,6 +96,8 @@ class FileJob:
         self.locked = self.unlocked = False
         try:
             stat = self.path.stat()
+            if options is not None:  # a file too large is refused before its bytes are read
+                check_size(self.path, stat.st_size, options)
             self.data = read_file(self.path)
             self.fingerprint = (stat.st_size, stat.st_mtime_ns)
             self.content_hash = hashlib.sha256(self.data).hexdigest()
@@ -97,6 +106,17 @@ class FileJob:
             else:
                 self.pages = page_count(self.path, self.data)
         except Exception as exc:
+            self.error = exc
+
+    def check(self, options: ParseOptions) -> None:
+        """The resource limits of parse/limits.py on the bytes the parsers will read; a file beyond
+        one is kept failed, like a read error, and never reaches a parser."""
+        if self.error is not None or self.locked:
+            return
+        try:
+            check_limits(self.path, file_kind(self.path), self.data, options)
+            check_pages(self.path, self.pages, options)
+        except ParseError as exc:
             self.error = exc
 
     def unlock(self) -> None:
@@ -153,6 +173,7 @@ class ParseAhead:
                     job.data = b""  # nothing to parse: keep no bytes
                 else:
                     job.unlock()
+                    job.check(self.options)
             seen.add(job.content_hash)
             if job.error is None and job.parse:
                 if not job.parts and job.pdf and self.executor.workers > 0:
@@ -206,7 +227,7 @@ class ParseAhead:
             )
             self.executor = InlineExecutor()
             return self._read_here(job, on_page)
-        alone = ProcessExecutor(1)
+        alone = ProcessExecutor(1, self.options.worker_memory_mb)
         try:
             self._submit(job, alone)
             return self._collect(job, on_page)
@@ -230,7 +251,7 @@ class ParseAhead:
             if not isinstance(self.executor, ProcessExecutor):
                 self._workers_start = True
             else:
-                probe = ProcessExecutor(1)
+                probe = ProcessExecutor(1, self.options.worker_memory_mb)
                 try:
                     probe.submit(os.getpid).result()
                     self._workers_start = True

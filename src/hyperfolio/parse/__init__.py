@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import io
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,10 @@ from typing import Any
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError, UnsupportedFileError
 from hyperfolio.model import Document, Page
+from hyperfolio.parse.guard import parse_errors
+from hyperfolio.parse.limits import cap_page_chars, check_limits, check_pages, check_size
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
@@ -24,6 +29,7 @@ __all__ = [
     "finish_document",
     "inspect_bytes",
     "page_count",
+    "parse_bytes",
     "parse_file",
     "quick_page_count",
     "read_file",
@@ -79,9 +85,21 @@ _FORMATS: dict[str, _Format] = {
 
 
 def _function(kind: str, role: str) -> Any:
-    """The `role` function ("parse", "check", "count") of a kind, or None when it has none."""
+    """The `role` function ("parse", "check", "count") of a kind, or None when it has none. Parse and
+    check functions come wrapped in `parse_errors`: whatever a library raises on a damaged file reaches
+    the caller as a ParseError naming it (count functions answer 1 for a file they cannot read)."""
     name = getattr(_FORMATS[kind], role)
-    return getattr(importlib.import_module(f"hyperfolio.parse.{_FORMATS[kind].module}"), name) if name else None
+    if not name:
+        return None
+    function = getattr(importlib.import_module(f"hyperfolio.parse.{_FORMATS[kind].module}"), name)
+    if role == "count":
+        return function
+
+    def guarded(path: Path, *args: Any, **kwargs: Any) -> Any:
+        with parse_errors(path, kind):
+            return function(path, *args, **kwargs)
+
+    return guarded
 
 
 def _parser(kind: str) -> Parser:
@@ -128,23 +146,25 @@ def page_count(path: Path, data: bytes) -> int:
     frames (those three counted cheaply, so an estimate); one for other formats."""
     kind = file_kind(path)
     if kind == "pdf":
-        from hyperfolio.parse.pdf import pdf_page_count
-
-        return pdf_page_count(path, data)
+        return int(_function(kind, "check")(path, data))
     return _quick_count(kind, io.BytesIO(data))
 
 
-def inspect_bytes(path: Path, data: bytes) -> int:
+def inspect_bytes(path: Path, data: bytes, options: ParseOptions | None = None) -> int:
     """Pages of a file received as bytes (an upload), or a ParseError when it cannot be what its name
-    says: an unsupported suffix, an empty file, binary bytes under a text name, or a PDF, Office file
-    or image that does not open."""
+    says: an unsupported suffix, an empty file, binary bytes under a text name, a PDF, Office file
+    or image that does not open, or one beyond the resource limits of `options` (parse/limits.py)."""
     kind = file_kind(path)
     if not data:
         raise ParseError(str(path), "file is empty (0 bytes)")
     if kind in _TEXT_KINDS and b"\x00" in data[:65536]:
         raise ParseError(str(path), f"binary content under a {kind} name (a {path.suffix} file is text)")
+    options = options or ParseOptions()
+    check_limits(path, kind, data, options)
     check = _function(kind, "check")
-    return int(check(path, data)) if check is not None else 1
+    pages = int(check(path, data)) if check is not None else 1
+    check_pages(path, pages, options)
+    return pages
 
 
 def quick_page_count(path: Path) -> int:
@@ -171,7 +191,8 @@ def read_pages(
     """Pass 1 of a PDF on some of its 0-based pages: the part of parsing that runs on workers."""
     from hyperfolio.parse.pdf import read_pdf_pages
 
-    return read_pdf_pages(path, data, options, numbers, on_page=on_page)
+    with parse_errors(path, "pdf"):
+        return read_pdf_pages(path, data, options, numbers, on_page=on_page)
 
 
 def finish_document(
@@ -189,11 +210,16 @@ def finish_document(
     if kind == "pdf":
         from hyperfolio.parse.pdf import assemble_pdf, read_pdf_pages
 
-        if parts is None:
-            parts = [read_pdf_pages(path, data, options, on_page=on_page)]
-        pages, title, meta = assemble_pdf(path, data, parts, options)
+        with parse_errors(path, kind):
+            if parts is None:
+                parts = [read_pdf_pages(path, data, options, on_page=on_page)]
+            pages, title, meta = assemble_pdf(path, data, parts, options)
     else:
         pages, title, meta = _parser(kind)(path, data, options)
+        if kind != "spreadsheet":  # a sheet is one page, bounded by its cells (MAX_TABLE_CELLS) instead
+            for message in cap_page_chars(pages, options.max_page_chars):
+                log.warning("%s: %s", name, message)
+                meta.setdefault("warnings", []).append(message)
     if not any(c.text.strip() and not c.placeholder for p in pages for c in p.chunks) and not any(
         c.image for p in pages for c in p.chunks
     ):
@@ -220,4 +246,15 @@ def parse_file(
     `on_page(done, total)` reports progress through paginated formats (PDF).
     """
     path = Path(path)
-    return finish_document(path, read_file(path), options or ParseOptions(), on_page=on_page)
+    options = options or ParseOptions()
+    if path.is_file():  # a file too large is refused before its bytes are read
+        check_size(path, path.stat().st_size, options)
+    return parse_bytes(path, read_file(path), options, on_page=on_page)
+
+
+def parse_bytes(
+    path: Path, data: bytes, options: ParseOptions, on_page: Callable[[int, int], None] | None = None
+) -> Document:
+    """A whole document from a file's (decrypted) bytes, once they keep the resource limits."""
+    check_limits(path, file_kind(path), data, options)
+    return finish_document(path, data, options, on_page=on_page)

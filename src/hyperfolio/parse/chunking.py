@@ -18,6 +18,7 @@ from hyperfolio.model import BBox, Chunk, Modality, Page
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SENTENCE_END = re.compile(r"(?<=[.!?;。])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9•\-–])")
 _WORD = re.compile(r"\S+")
+MAX_TABLE_CELLS = 1_000_000  # cells of one table's grid, empty ones included; beyond, its first rows only
 
 
 @dataclass
@@ -149,6 +150,20 @@ def pack_text(
     if current and fresh:
         chunks.append((render(current), union_bbox([u[1] for u in current])))
     return chunks
+
+
+def rectangular(rows: list[list[str]], max_cells: int = MAX_TABLE_CELLS) -> tuple[list[list[str]], int]:
+    """Rows padded to the widest one and cut to the first rows that fit `max_cells`; also how many were cut.
+
+    A few bytes of markup declare a cell, so one row thousands of cells wide over thousands of short rows
+    makes a grid quadratic in the file's size (fuzzing found a 70 KB HTML table that padded to 25 million
+    cells and 75 MB of chunk text). Every parser pads its tables here, under one bound.
+    """
+    if not rows:
+        return rows, 0
+    width = max(len(r) for r in rows)
+    keep = max(1, max_cells // max(1, width))
+    return [r + [""] * (width - len(r)) for r in rows[:keep]], max(0, len(rows) - keep)
 
 
 def table_text(rows: list[list[str]], caption: str | None = None) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from hyperfolio.config import ParseOptions
 from hyperfolio.model import Modality, Page
-from hyperfolio.parse.chunking import Block, paginate
+from hyperfolio.parse.chunking import Block, paginate, rectangular
 from hyperfolio.parse.markdown import load_local_image
 from hyperfolio.parse.text import decode_text
 from hyperfolio.parse.tree import SectionTracker, clean_heading
@@ -51,6 +51,14 @@ class _Collector(HTMLParser):
         self.figure: dict[str, Any] | None = None
         self.in_figcaption = False
         self.in_math = 0
+
+    def parse_marked_section(self, i: int, report: bool = True) -> int:
+        """`<![` opening anything but a known section (`<![CDA`, `<![ 1`) is a bogus comment, as browsers
+        read it; the standard library's parser raises AssertionError there instead."""
+        try:
+            return int(super().parse_marked_section(i, report))
+        except AssertionError:
+            return int(self.parse_bogus_comment(i, report))
 
     # -- text flow
     def _flush(self) -> None:
@@ -317,8 +325,8 @@ class _Collector(HTMLParser):
         rows: list[list[str]] = table["rows"]
         if not rows:
             return
-        width = max(len(r) for r in rows)
-        rows = [r + [""] * (width - len(r)) for r in rows]
+        rows, _ = rectangular(rows)
+        width = len(rows[0])
         caption = " ".join("".join(table["caption"]).split()) or None
         lines = [caption] if caption else []
         lines.extend(" | ".join(r) for r in rows)

@@ -16,7 +16,7 @@ from markdown_it.token import Token
 
 from hyperfolio.config import ParseOptions
 from hyperfolio.model import Modality, Page
-from hyperfolio.parse.chunking import Block, paginate
+from hyperfolio.parse.chunking import Block, paginate, rectangular
 from hyperfolio.parse.text import decode_text
 from hyperfolio.parse.tree import SectionTracker, clean_heading
 
@@ -159,8 +159,7 @@ def _table(tokens: list[Token], start: int, path_now: list[str]) -> tuple[int, B
         i += 1
     if not rows:
         return i + 1, None
-    width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
+    rows, _ = rectangular(rows)
     text = "\n".join(" | ".join(r) for r in rows)
     block = Block(modality="table", text=text, table=rows, table_header_rows=1, section_path=path_now)
     return i + 1, block

@@ -40,12 +40,17 @@ def tesseract_available() -> bool:
     return True
 
 
+DECODE_PIXELS = 150_000_000  # an embedded picture larger than this is kept without its OCR text
+
+
 def _to_image(data: bytes | Image.Image) -> Image.Image:
     from PIL import Image
 
     img: Image.Image
     if isinstance(data, bytes | bytearray):
         img = Image.open(io.BytesIO(data))
+        if img.width * img.height > DECODE_PIXELS:  # from the header: a picture this size is not decoded
+            raise ValueError(f"{img.width:,} x {img.height:,} pixels is more than OCR decodes ({DECODE_PIXELS:,})")
         img.load()
     else:
         img = data

@@ -18,7 +18,7 @@ from pathlib import Path
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
 from hyperfolio.model import BBox
-from hyperfolio.parse.chunking import Block, table_text
+from hyperfolio.parse.chunking import Block, rectangular, table_text
 from hyperfolio.parse.ocr import ocr_image, tesseract_available
 from hyperfolio.parse.unlock import OLE_MAGIC, office_encrypted
 
@@ -200,8 +200,11 @@ def table_block(
     """A table block with rectangular cells, or None when no cell holds anything."""
     if not any(cell.strip() for row in rows for cell in row):
         return None
-    width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
+    rows, cut = rectangular(rows)
+    if cut:
+        log.warning(
+            "a table of %d columns keeps its first %d rows (%d more are not indexed)", len(rows[0]), len(rows), cut
+        )
     return Block(
         modality="table",
         text=table_text(rows, caption),

@@ -24,7 +24,7 @@ import pymupdf
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
 from hyperfolio.model import BBox, Modality, Page
-from hyperfolio.parse.chunking import Block, blocks_to_chunks
+from hyperfolio.parse.chunking import Block, blocks_to_chunks, table_text
 from hyperfolio.parse.ocr import ocr_image, ocr_textpage, tesseract_available
 from hyperfolio.parse.tree import SectionTracker, clean_heading, heading_key, level_for, rank_levels
 from hyperfolio.timing import StageTimes
@@ -559,7 +559,28 @@ def _read_page(page: pymupdf.Page, options: ParseOptions) -> _PageData:
     return data
 
 
+def _caption_tables(tables: list[_Item]) -> None:
+    """Each table's indexed text, once captions are attached: the caption, then its rows."""
+    for tab in tables:
+        assert tab.block is not None and tab.block.table is not None
+        tab.block.text = table_text(tab.block.table, tab.block.caption)
+
+
+def _overdue(started: float, data: _PageData, options: ParseOptions, skipped: str) -> bool:
+    """Whether the page has run past parse.page_seconds; then it keeps what it has, with a warning."""
+    if time.perf_counter() - started <= options.page_seconds:
+        return False
+    message = (
+        f"page {data.number} took more than {options.page_seconds:g} s; indexed without its {skipped} "
+        "(parse.page_seconds)"
+    )
+    log.warning(message)
+    data.warnings.append(message)
+    return True
+
+
 def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> None:
+    started = time.perf_counter()
     number = data.number
     text_dict = page.get_text("dict", flags=_TEXT_FLAGS, sort=True)
     segments = _segments(text_dict, ocr=False)
@@ -590,10 +611,18 @@ def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> No
             kept.append(seg)
             budget -= len(seg.text)
         segments = kept
+    if _overdue(started, data, options, "tables and figures"):
+        data.items = reading_order(segments, data.width, data.height)
+        return
 
     drawings = page.get_drawings()
     with data.times.stage("tables"):
         tables = _tables(page, drawings, options, text_dict)
+    if _overdue(started, data, options, "figures"):
+        segments = [s for s in segments if not any(_center_inside(s.bbox, t.bbox) for t in tables)]
+        _caption_tables(tables)
+        data.items = reading_order(segments + tables, data.width, data.height)
+        return
     figures_began = time.perf_counter()
     images = _raster_images(page, options)
     text_chars = sum(len(s.text) for s in segments)
@@ -639,11 +668,7 @@ def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> No
     for fig in figures:
         _fill_figure(page, fig, data, options)
     data.times.add("figures", time.perf_counter() - figures_began - data.times.seconds.get("figure ocr", 0.0))
-    for tab in tables:
-        assert tab.block is not None and tab.block.table is not None
-        lines = [tab.block.caption] if tab.block.caption else []
-        lines.extend(" | ".join(row) for row in tab.block.table)
-        tab.block.text = "\n".join(lines)
+    _caption_tables(tables)
     data.items = reading_order(items, data.width, data.height)
 
 

@@ -60,8 +60,11 @@ def open_slides(path: Path, data: bytes) -> Presentation:
 
 
 def check_slides(path: Path, data: bytes) -> int:
-    """Validate an upload; its pages are its slides."""
-    return max(len(open_slides(path, data).slides), 1)
+    """Validate an upload; its pages are its slides (listing them reads the deck's relationships, which
+    can be damaged in a package that opened)."""
+    deck = open_slides(path, data)
+    with reading(path, "PowerPoint"):
+        return max(len(deck.slides), 1)
 
 
 def count_slides(source: Path | io.BytesIO) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
 from hyperfolio.model import Page
-from hyperfolio.parse.chunking import blocks_to_chunks
+from hyperfolio.parse.chunking import MAX_TABLE_CELLS, blocks_to_chunks
 from hyperfolio.parse.office_common import check_package, meaningful_title, one_line, reading, table_block
 from hyperfolio.parse.text import decode_text
 
@@ -47,6 +47,7 @@ class _Sheet:
     bold_rows: dict[int, bool] = field(default_factory=dict)  # row -> every filled cell is bold
     hidden: bool = False
     truncated: bool = False
+    rows_cut: int = 0  # rows past MAX_TABLE_CELLS: a sparse sheet whose used range is huge
 
 
 def _render_number(value: float, number_format: str) -> str:
@@ -193,9 +194,13 @@ def _formula_cells(data: bytes) -> dict[str, dict[tuple[int, int], str]]:
 
 def _grid(sheet: _Sheet) -> tuple[list[list[str]], list[int], str]:
     """The used range as rows of cells (empty rows and columns around and between dropped),
-    the source row number of each kept row, and the range in A1 notation."""
+    the source row number of each kept row, and the range in A1 notation. The grid is dense, so a
+    sparse sheet (one wide row over thousands of short ones) keeps only the rows MAX_TABLE_CELLS allows."""
     rows = sorted({r for r, _ in sheet.cells})
     columns = sorted({c for _, c in sheet.cells})
+    keep = max(1, MAX_TABLE_CELLS // len(columns))
+    sheet.rows_cut = max(0, len(rows) - keep)
+    rows = rows[:keep]
     grid = [[sheet.cells.get((r, c), "") for c in columns] for r in rows]
     first, last = (rows[0], columns[0]), (rows[-1], columns[-1])
     used = f"{_column_name(first[1])}{first[0]}:{_column_name(last[1])}{last[0]}"
@@ -255,6 +260,11 @@ def _pages(sheets: Iterable[_Sheet], options: ParseOptions) -> tuple[list[Page],
         page = _sheet_page(len(pages) + 1, sheet, options)
         if sheet.truncated:
             notes.append(f"sheet {sheet.name}: only the first {MAX_ROWS} rows and {MAX_COLUMNS} columns were read")
+        if sheet.rows_cut:
+            notes.append(
+                f"sheet {sheet.name}: {sheet.rows_cut} rows were not indexed: the table would pass "
+                f"{MAX_TABLE_CELLS:,} cells"
+            )
         if page is not None:
             pages.append(page)
             names.append(sheet.name)

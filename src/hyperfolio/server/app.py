@@ -512,7 +512,7 @@ def _receive(col: Collection, part: UploadFile, config: ServerConfig, password: 
     target = col.path / UPLOAD_DIR / uuid.uuid4().hex / _safe_name(shown)
     encrypted = is_encrypted(target, data)
     try:
-        pages = inspect_bytes(target, _unlocked(target, data, password) if encrypted else data)
+        pages = inspect_bytes(target, _unlocked(target, data, password) if encrypted else data, col.settings.parse)
     except ParseError as exc:
         raise Problem(415 if "unsupported" in exc.reason else 422, exc.reason) from None
     if pages > config.max_pages:
