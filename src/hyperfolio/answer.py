@@ -37,6 +37,14 @@ _HAS_NUMBER = re.compile(r"\d")
 _MAX_WORDS = re.compile(r"\b(highest|largest|most|biggest|greatest|maximum|max|top|best|leading)\b", re.I)
 _MIN_WORDS = re.compile(r"\b(lowest|smallest|least|fewest|minimum|min|worst)\b", re.I)
 _NUMBER = re.compile(r"^[^\d-]*(-?\d[\d,]*(?:\.\d+)?)\s*%?[^\d]*$")
+# A citation marker as readers (and the web page) find them in an answer: [3], [1, 2], [ 4 ], [2-5].
+MARKER = re.compile(r"\[\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*\]")
+
+
+def quoted(text: str) -> str:
+    """A passage as quoted in an answer: its own bracketed numbers (a document's reference list,
+    or a forged "[1] ...") become parenthesised, so only the answer's markers read as citations."""
+    return MARKER.sub(lambda m: "(" + m.group(0)[1:-1].strip() + ")", text)
 
 
 def cell_number(cell: str) -> float | None:
@@ -287,7 +295,7 @@ class ExtractiveAnswerer:
         parts = []
         for passage in chosen:
             marker = citations.index(passage.item.citation) + 1
-            parts.append(f"{passage.text} [{marker}]")
+            parts.append(f"{quoted(passage.text)} [{marker}]")
         return Answer(
             question=question,
             text=" ".join(parts),

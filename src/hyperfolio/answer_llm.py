@@ -5,7 +5,9 @@ The prompt lays out the package the way Hyper-M2RAG's generator reads it: number
 the hyperedges and entities that led to them when the dual strategy supplied any. The model
 answers in JSON - answer, the numbers of the chunks it used, and whether the evidence suffices.
 When the call fails, or the model cites nothing it was shown, the fallback answerer (the
-extractive one) answers instead, and `Answer.answerer` says why.
+extractive one) answers instead, and `Answer.answerer` says why. Everything taken from the
+documents is fenced as evidence (models/fence.py), and only numbers of chunks the prompt showed
+become citations, whatever the reply or the documents say.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hyperfolio.answer import INSUFFICIENT, Answerer
+from hyperfolio.answer import INSUFFICIENT, MARKER, Answerer
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.budget import call_budget, tokens_of
 from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.fence import BLOCK_CHARS, PICTURE_RULE, Fence, with_evidence_rule, without_tags
 from hyperfolio.models.messages import user_message
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.models.replies import Numbers
@@ -30,9 +33,8 @@ from hyperfolio.phrases import clip, one_line
 log = logging.getLogger(__name__)
 
 STAGE = "answer"
-_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
-SYSTEM_PROMPT = """\
+SYSTEM_PROMPT = with_evidence_rule("""\
 You answer questions about documents using only the evidence you are given: numbered source \
 chunks from the documents, and - when available - relations (hyperedges) and entities from a \
 knowledge hypergraph built over them, which show how facts on different pages connect.
@@ -40,11 +42,11 @@ knowledge hypergraph built over them, which show how facts on different pages co
 Reply in JSON with:
 - answer: a direct, concise answer. Give the exact value, name or phrase when the question asks \
 for one; add a short explanation only when the question calls for it.
-- citations: the numbers of the source chunks that support the answer.
+- citations: the numbers of the source chunks that support the answer (the [n] opening each chunk).
 - sufficient: false when the evidence does not contain the answer (then say so in answer and \
 cite nothing); true otherwise.
 
-Never rely on outside knowledge. Cite only chunk numbers that appear in the evidence."""
+Never rely on outside knowledge. Cite only chunk numbers that appear in the evidence.""")
 
 
 class AnswerReply(BaseModel):
@@ -104,22 +106,21 @@ class LLMAnswerer:
         budget = call_budget(profile, cap=getattr(self.chat, "max_tokens", None), reply_share=0.15, min_reply=200)
         return budget.chars(max(200, budget.prompt_tokens - tokens_of(SYSTEM_PROMPT) - 100))
 
-    def messages(self, question: str, evidence: EvidencePackage) -> list[dict[str, Any]]:
+    def shown(self, question: str, evidence: EvidencePackage) -> tuple[list[EvidenceItem], int]:
+        """The chunks the prompt shows (and so the only ones the model may cite), and the characters
+        each may take."""
         items = evidence.items[: self.max_chunks]
         per_chunk, room = self.max_chunk_chars, self._room()
-        if room is not None:
+        if room is not None and items:
             # Chunks take most of the room, best first; at least 300 characters each, or fewer chunks.
             share = int(room * 0.75) - len(question)
             keep = max(1, min(len(items), share // 300))
-            items, per_chunk = items[:keep], max(200, min(per_chunk, share // keep - 80))
-        blocks = []
-        for number, item in enumerate(items, 1):
-            cite = item.citation
-            modality = "figure" if cite.modality == "image" else cite.modality
-            section = f" | section: {' > '.join(cite.section_path)}" if cite.section_path else ""
-            head = f"[{number}] {cite.title} | page {cite.page} | {modality}{section}"
-            blocks.append(head + "\n" + clip(chunk_body(item), per_chunk))
-        parts = [f"Question: {question}", "Source chunks:\n\n" + "\n\n".join(blocks)]
+            items, per_chunk = items[:keep], max(200, min(per_chunk, share // keep - 80 - BLOCK_CHARS))
+        return items, per_chunk
+
+    def _graph_sections(self, evidence: EvidencePackage) -> list[tuple[str, list[str]]]:
+        """The hypergraph's part of the evidence: (heading, lines), the lines quoting the documents."""
+        sections: list[tuple[str, list[str]]] = []
         if evidence.hyperedges:
             lines = []
             for hit in evidence.hyperedges[: self.max_hyperedges]:
@@ -127,7 +128,7 @@ class LLMAnswerer:
                 members = "; ".join(hit.member_names)
                 description = clip(one_line(hit.hyperedge.description), 400)
                 lines.append(f"- ({hit.hyperedge.level}; {pages}) {members}: {description}")
-            parts.append("Relations from the hypergraph:\n" + "\n".join(lines))
+            sections.append(("Relations from the hypergraph:", lines))
         if evidence.entities:
             lines = []
             for entity_hit in evidence.entities[: self.max_entities]:
@@ -136,26 +137,45 @@ class LLMAnswerer:
                 description = clip(one_line(entity.description), 200)
                 pages = ", ".join(f"p.{p}" for _, p in entity_hit.pages[:6])
                 lines.append(f"- {entity.name} ({kind}; {pages}): {description}")
-            parts.append("Entities from the hypergraph:\n" + "\n".join(lines))
+            sections.append(("Entities from the hypergraph:", lines))
         if evidence.meta.get("disputed"):
             lines = [
                 f"- {' '.join(d['fact'].split(' | '))} (contradicted; the collection holds:"
                 f" {' '.join(d['instead'].split(' | '))})"
                 for d in evidence.meta["disputed"][:10]
             ]
-            parts.append(
-                "Statements in these chunks found wrong while indexing; do not rely on them:\n" + "\n".join(lines)
-            )
+            sections.append(("Statements in these chunks found wrong while indexing; do not rely on them:", lines))
+        return sections
+
+    def messages(self, question: str, evidence: EvidencePackage) -> list[dict[str, Any]]:
+        """System instructions, then the question and the evidence, every document-derived text fenced."""
+        items, per_chunk = self.shown(question, evidence)
+        sources = []
+        for number, item in enumerate(items, 1):
+            cite = item.citation
+            modality = "figure" if cite.modality == "image" else cite.modality
+            section = f" | section: {' > '.join(cite.section_path)}" if cite.section_path else ""
+            head = f"{cite.title} | page {cite.page} | {modality}{section}"
+            sources.append((f"[{number}]", head + "\n" + clip(chunk_body(item), per_chunk)))
+        sections = self._graph_sections(evidence)
+        room = self._room()
         if room is not None:  # graph context only as far as the rest of the room goes
-            used = len(parts[0]) + len(parts[1])
-            kept = parts[:2]
-            for part in parts[2:]:
-                if used + len(part) > room:
-                    part = part[: max(0, room - used)].rsplit("\n", 1)[0]
-                if part.count("\n") >= 1:
-                    kept.append(part)
-                    used += len(part)
-            parts = kept
+            used = len(question) + sum(len(text) + BLOCK_CHARS for _, text in sources)
+            kept = []
+            for heading, lines in sections:
+                used += len(heading) + BLOCK_CHARS
+                fits = []
+                for line in lines:
+                    if used + len(line) + 1 > room:
+                        break
+                    fits.append(line)
+                    used += len(line) + 1
+                if fits:
+                    kept.append((heading, fits))
+            sections = kept
+        fence = Fence.over([text for _, text in sources] + [line for _, lines in sections for line in lines])
+        parts = [f"Question: {question}", "Source chunks:\n" + "\n".join(fence.quote(t, n) for n, t in sources)]
+        parts.extend(heading + "\n" + fence.quote("\n".join(lines)) for heading, lines in sections)
         parts.append("Answer the question from this evidence.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -166,7 +186,7 @@ class LLMAnswerer:
 
     def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
         """`on_text` gets the answer as the model writes it (from the JSON reply's `answer` field)."""
-        items = evidence.items[: self.max_chunks]
+        items, _ = self.shown(question, evidence)
         if not items:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
         messages = self.messages(question, evidence)
@@ -175,7 +195,7 @@ class LLMAnswerer:
         if self.vision is not None and picture and Path(picture).is_file():
             # VizRAG: the vision model answers from the text and a picture of the evidence's hypergraph.
             text = messages[-1]["content"] + "\n\nThe attached picture shows how the evidence's entities (E…) and "
-            text += "hyperedges (H…) connect; the relations listed above use the same names."
+            text += f"hyperedges (H…) connect; the relations listed above use the same names. {PICTURE_RULE}"
             messages = [messages[0], user_message(text, [Path(picture).read_bytes()])]
             model = self.vision
         try:
@@ -183,9 +203,11 @@ class LLMAnswerer:
         except ModelCallError as exc:
             log.warning("the answer model failed; answering extractively: %s", exc)
             return self._fallback(question, evidence, one_line(exc.reason)[:200])
-        text = one_line(reply.answer)
+        text = one_line(without_tags(reply.answer))
         if not reply.sufficient:
             return Answer(question, text or INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+        # Only numbers of chunks the prompt showed: "[99]", or a number copied from a document's own
+        # reference list, names no evidence and is dropped.
         cited = list(dict.fromkeys(n for n in reply.citations if 1 <= n <= len(items)))
         if not cited or not text:
             return self._fallback(question, evidence, "no valid citations" if text else "empty answer")
@@ -194,7 +216,7 @@ class LLMAnswerer:
             citation = items[number - 1].citation
             if citation not in citations:
                 citations.append(citation)
-        bare = _MARKER.sub("", text).strip()
+        bare = MARKER.sub("", text).strip()  # the model's own markers: renumbered from `citations` below
         bare = re.sub(r"\s+([.,;:])", r"\1", bare)
         markers = "".join(f"[{i}]" for i in range(1, len(citations) + 1))
         return Answer(

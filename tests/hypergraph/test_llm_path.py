@@ -339,7 +339,7 @@ def test_llm_answerer_cites_and_falls_back(llm_server, client, meter):
     assert [c.chunk_id for c in answer.citations] == ["doc1:2:0"]
     assert answer.support == ["8,500 TEU."] and answer.text == "8,500 TEU. [1]"
     prompt = user_text(llm_server.chat_requests[0])
-    assert "[2] Fleet Report | page 2 | table" in prompt and "Aurora | 8,500" in prompt
+    assert "[2]>\nFleet Report | page 2 | table" in prompt and "Aurora | 8,500" in prompt
     assert meter.snapshot()["answer"].calls == 1
 
     llm_server.script(Reply.error(500, "boom"))

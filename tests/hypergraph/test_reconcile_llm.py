@@ -33,7 +33,7 @@ def respond(request: dict) -> Reply:
         return Reply.json(page_extraction(2 if "Page: 2" in text else 1))
     if "Which pairs conflict" in text:
         user = request["messages"][-1]["content"]
-        numbers = {n: line for n, line in enumerate(user.splitlines()[1:], 1) if line.startswith("[")}
+        numbers = {int(line[1 : line.index("]")]): line for line in user.splitlines() if line.startswith("[")}
         pair = [n for n, line in numbers.items() if "carries_capacity" in line]
         conflicts = [{"first": pair[0], "second": pair[1], "kind": "Mutual", "reason": "two capacities"}]
         return Reply.json({"conflicts": conflicts if len(pair) == 2 else []})

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.fence import Fence, with_evidence_rule
 from hyperfolio.models.protocols import StructuredChatModel
 
 STAGE = "answer_extraction"
-_INSTRUCTION = (
+_INSTRUCTION = with_evidence_rule(
     "You are given a question and a response that answers it. Return only the answer itself, as short "
     "as possible: a name, a number with its unit, a date, yes or no, or a short phrase copied from the "
     "response. If the response says it cannot answer, return an empty string."
@@ -29,7 +30,7 @@ def extract_answer(chat: StructuredChatModel | None, question: str, response: st
         return response
     messages = [
         {"role": "system", "content": _INSTRUCTION},
-        {"role": "user", "content": f"Question: {question}\n\nResponse: {response}"},
+        {"role": "user", "content": f"Question: {question}\n\nResponse:\n{Fence.over([response]).quote(response)}"},
     ]
     try:
         return chat.complete_json(messages, ExtractedAnswer, stage=STAGE).answer

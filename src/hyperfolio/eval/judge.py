@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.fence import Fence, with_evidence_rule
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.phrases import clip
 
@@ -77,14 +78,14 @@ class ScoreReply(BaseModel):
     logical: int = Field(ge=0, le=100)
 
 
-SELECT_PROMPT = (
+SELECT_PROMPT = with_evidence_rule(
     "You compare two answers to the same question about a document collection. For each criterion "
     "decide which answer is better (1 or 2) and say why in one sentence:\n"
     + "\n".join(f"- {name}: the answer that {text}" for name, text in DESCRIPTIONS.items())
     + "\nJudge the answers only; their order means nothing. Reply in JSON with one object per criterion "
     '({"winner": 1 or 2, "reason": "..."}).'
 )
-SCORE_PROMPT = (
+SCORE_PROMPT = with_evidence_rule(
     "You grade an answer to a question about a document collection. Give a score from 0 to 100 for each "
     f"criterion, on this scale: {LEVELS}.\n"
     + "\n".join(f"- {name}: how well it {text}" for name, text in DESCRIPTIONS.items() if name != "overall")
@@ -138,10 +139,10 @@ class Judge:
         self.stage = stage
 
     def _select(self, question: str, one: str, two: str) -> SelectionReply | None:
-        user = (
-            f"Question: {question}\n\nAnswer 1:\n{clip(one, self.max_answer_chars)}\n\n"
-            f"Answer 2:\n{clip(two, self.max_answer_chars)}"
-        )
+        # The answers quote the documents (and may repeat what they tell a reader to do): fenced as evidence.
+        one, two = clip(one, self.max_answer_chars), clip(two, self.max_answer_chars)
+        fence = Fence.over([one, two])
+        user = f"Question: {question}\n\nAnswer 1:\n{fence.quote(one, '1')}\n\nAnswer 2:\n{fence.quote(two, '2')}"
         messages = [{"role": "system", "content": SELECT_PROMPT}, {"role": "user", "content": user}]
         try:
             return self.chat.complete_json(messages, SelectionReply, stage=self.stage)
@@ -166,7 +167,8 @@ class Judge:
         return result
 
     def score(self, question: str, answer: str) -> dict[str, float] | None:
-        user = f"Question: {question}\n\nAnswer:\n{clip(answer, self.max_answer_chars)}"
+        answer = clip(answer, self.max_answer_chars)
+        user = f"Question: {question}\n\nAnswer:\n{Fence.over([answer]).quote(answer, 'answer')}"
         messages = [{"role": "system", "content": SCORE_PROMPT}, {"role": "user", "content": user}]
         try:
             reply = self.chat.complete_json(messages, ScoreReply, stage=self.stage)

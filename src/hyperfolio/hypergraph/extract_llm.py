@@ -1,7 +1,8 @@
 """The language-model extractor: one structured call per page-level unit (Hyper-M2RAG section 4.2).
 
 The model sees the document title, the page's section path and the page's chunks, numbered so
-it can say which chunks support each entity and hyperedge. Tables are shown as their rows;
+it can say which chunks support each entity and hyperedge, all fenced as evidence (models/fence.py)
+so that text on the page is read as data, never as instructions. Tables are shown as their rows;
 figures as a description from the vision model when one is configured, otherwise as caption and
 OCR text. The reply is validated against a typed schema, then checked against the page: edge
 members must be entities of the page (a member the model forgot to list is added when the page
@@ -28,6 +29,7 @@ from hyperfolio.hypergraph.ledger import BuildLedger, page_item
 from hyperfolio.model import Chunk
 from hyperfolio.models.budget import call_budget, schema_overhead, tokens_of
 from hyperfolio.models.errors import ModelCallError, ModelContextError, ModelUnavailableError
+from hyperfolio.models.fence import EVIDENCE_RULE, PICTURE_RULE, SIZING, Fence, with_evidence_rule
 from hyperfolio.models.protocols import StructuredChatModel, VisionModel
 from hyperfolio.models.replies import LenientReply, numbers, unit_strength
 from hyperfolio.models.server_profile import ServerProfile
@@ -136,7 +138,7 @@ def relation_key(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- prompt
-SYSTEM_PROMPT = """\
+SYSTEM_PROMPT = with_evidence_rule("""\
 You build a knowledge hypergraph from one page of a document at a time.
 
 From the page you are shown, list:
@@ -161,12 +163,12 @@ Each entity also gets a concept: the general category it is an instance of (Comp
 Metric, Dataset, Method, Year, Amount ...), one word or two, reused across entities of that kind.
 
 Use names exactly as they appear on the page. Do not invent facts that the page does not state. \
-Prefer a few precise entities over many vague ones."""
+Prefer a few precise entities over many vague ones.""")
 
 
 # The same task in a third of the words, for models with a small context (4,096 tokens or fewer),
 # where every token of instructions is a token less of the page.
-COMPACT_PROMPT = """\
+COMPACT_PROMPT = with_evidence_rule("""\
 Turn one page of a document into a knowledge hypergraph. List entities: the specific things the page \
 names (organisations, people, places, products, methods, metrics, dates, amounts with units, tables \
 and figures by their label), each with a type, a one-sentence description from the page, modality \
@@ -174,7 +176,7 @@ and figures by their label), each with a type, a one-sentence description from t
 category: Company, Metric, Year ...). low_edges: two entities of your list and how they relate. \
 high_edges: three or more entities that one statement or table row ties together. facts: head, \
 snake_case relation, tail; one per table cell (row key, column header, value). Copy names exactly as \
-the page writes them and state nothing the page does not."""
+the page writes them and state nothing the page does not.""")
 COMPACT_CONTEXT = 4096
 
 
@@ -266,11 +268,13 @@ class LLMExtractor:
             data = None
         if not data:
             return ""
-        context = f" Its caption reads: {one_line(chunk.caption)}." if chunk.caption else ""
         prompt = (
             "Describe this figure from a document in at most five sentences: what kind of figure it is, "
-            "what it shows, and every label, category and number you can read in it." + context
+            f"what it shows, and every label, category and number you can read in it. {PICTURE_RULE}"
         )
+        if chunk.caption:  # the caption is the document's text: fenced like any other evidence
+            caption = one_line(chunk.caption)
+            prompt += f" {EVIDENCE_RULE}\nIts caption:\n{Fence.over([caption]).quote(caption)}"
         try:
             return one_line(self.vision.describe(prompt, [data]))
         except ModelCallError as exc:
@@ -279,7 +283,8 @@ class LLMExtractor:
                 self.image_fallbacks += 1
             return ""
 
-    def _render_chunk(self, number: int, chunk: Chunk, limit: int | None = None) -> str:
+    def _chunk_text(self, chunk: Chunk, limit: int | None = None) -> tuple[str, str]:
+        """(label, text) of one chunk as the model sees it: its kind, and its text clipped to `limit`."""
         if chunk.modality == "table":
             label = "table"
             body = (f"caption: {one_line(chunk.caption)}\n" if chunk.caption else "") + _table_rows(chunk)
@@ -297,7 +302,12 @@ class LLMExtractor:
         else:
             label = chunk.modality
             body = chunk.text.strip()
-        return f"[{number}] ({label})\n{clip(body, limit or self.max_chunk_chars)}"
+        return label, clip(body, limit or self.max_chunk_chars)
+
+    def _render_chunk(self, number: int, chunk: Chunk, limit: int | None = None) -> str:
+        """One numbered chunk as an evidence block, under a stand-in tag of the real one's length: for sizing."""
+        label, text = self._chunk_text(chunk, limit)
+        return SIZING.quote(text, f"[{number}] ({label})")
 
     def page_room(
         self, profile: ServerProfile | None, cap: int | None = None, mode: str | None = None
@@ -306,8 +316,8 @@ class LLMExtractor:
         the schema in the prompt unless `mode` is json_schema."""
         budget = call_budget(profile, cap=cap)
         self.system_prompt = COMPACT_PROMPT if budget.context <= COMPACT_CONTEXT else SYSTEM_PROMPT
-        # System prompt, page header, closing instruction, and the schema when it rides in the prompt.
-        fixed = tokens_of(self.system_prompt) + 80 + schema_overhead(PageExtraction, mode)
+        # System prompt, page header (fenced), closing instruction, and the schema when it rides in the prompt.
+        fixed = tokens_of(self.system_prompt) + 100 + schema_overhead(PageExtraction, mode)
         room = budget.chars(max(64, budget.prompt_tokens - fixed))
         return max(400, min(self.max_page_chars, room)), budget.max_tokens
 
@@ -336,18 +346,23 @@ class LLMExtractor:
         # A heading chunk's path is a prefix of its section's: show only the deepest paths.
         deepest = [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
         sections = [" > ".join(p) for p in deepest]
+        # The title and headings are the document's own text too: they go in a block of their own.
         head = [f"Document: {unit.title or unit.doc_id}", f"Page: {unit.page}"]
         if sections:
             head.append("Section: " + " | ".join(sections[:4]))
-        body: list[str] = []
+        shown: list[tuple[str, str]] = []
         used = 0
         for number, chunk in enumerate(chunks, 1):
-            block = self._render_chunk(number, chunk, min(self.max_chunk_chars, room))
-            if used + len(block) > room and body:
+            kind, body = self._chunk_text(chunk, min(self.max_chunk_chars, room))
+            label = f"[{number}] ({kind})"
+            size = len(SIZING.quote(body, label))
+            if used + size > room and shown:
                 break
-            body.append(block)
-            used += len(block)
-        text = "\n".join(head) + "\n\nChunks of this page:\n\n" + "\n\n".join(body)
+            shown.append((label, body))
+            used += size
+        fence = Fence.over(["\n".join(head)] + [body for _, body in shown])
+        text = fence.quote("\n".join(head), "page") + "\n\nChunks of this page:\n"
+        text += "\n".join(fence.quote(body, label) for label, body in shown)
         text += "\n\nExtract the entities, low_edges, high_edges and facts of this page."
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": text}]
 

@@ -25,6 +25,7 @@ from hyperfolio.hypergraph.reconcile import (
     Resolution,
 )
 from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.fence import Fence, with_evidence_rule
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.models.replies import LenientReply
 from hyperfolio.phrases import clip, one_line
@@ -73,7 +74,7 @@ class ResolveReply(LenientReply):
     decisions: list[FactDecision] = Field(default_factory=list)
 
 
-DETECT_PROMPT = """\
+DETECT_PROMPT = with_evidence_rule("""\
 You check a knowledge graph for contradictions. You get a small group of facts (head | relation | \
 tail) that share their head entity; some are new, the others were accepted before. Name only the \
 pairs that cannot both be true as stated:
@@ -84,9 +85,9 @@ each holds for;
 - granularity: the values differ in how specific they are (a city and its country), so both may \
 hold.
 Facts that simply say different things about the head are not conflicts. Return the pairs as \
-JSON with the key `conflicts` (first, second, kind, reason); an empty list when nothing conflicts."""
+JSON with the key `conflicts` (first, second, kind, reason); an empty list when nothing conflicts.""")
 
-RESOLVE_PROMPT = """\
+RESOLVE_PROMPT = with_evidence_rule("""\
 You repair a contradiction in a knowledge graph using the source text. You get two conflicting \
 facts with the passages they were extracted from. For each fact decide:
 - keep: it is correct as stated;
@@ -94,7 +95,7 @@ facts with the passages they were extracted from. For each fact decide:
 (e.g. revenue_in_2023, capacity_of_main_fleet); give the revised relation;
 - drop: the sources do not support it, or the other fact is better supported.
 For a mutual conflict keep at most one of the two. Prefer the fact the sources state more \
-specifically or more often. Return JSON with the key `decisions` (fact, decision, relation, reason)."""
+specifically or more often. Return JSON with the key `decisions` (fact, decision, relation, reason).""")
 
 
 def _fact_line(number: int, fact: Fact) -> str:
@@ -125,10 +126,12 @@ class LLMDetector:
         return (new + old)[: self.max_group]
 
     def messages(self, group: list[Fact]) -> list[dict[str, Any]]:
+        """The numbered facts, fenced: their names and relations were read from the documents."""
         lines = "\n".join(_fact_line(i, f) for i, f in enumerate(group, 1))
+        facts = Fence.over([lines]).quote(lines, "facts")
         return [
             {"role": "system", "content": DETECT_PROMPT},
-            {"role": "user", "content": f"Facts:\n{lines}\n\nWhich pairs conflict?"},
+            {"role": "user", "content": f"Facts:\n{facts}\n\nWhich pairs conflict?"},
         ]
 
     def confirm(self, groups: list[list[Fact]]) -> list[Conflict]:
@@ -184,7 +187,11 @@ class LLMResolver:
                 if c in evidence
             )
             blocks.append(_fact_line(number, fact) + "\n" + (sources or "  (no source text)"))
-        user = f"Conflict ({conflict.kind}): {conflict.reason}\n\n" + "\n\n".join(blocks)
+        # The detector's reason may echo the documents, like the facts and their sources: all fenced.
+        reason = f"Reason given: {one_line(conflict.reason)}"
+        fence = Fence.over([reason, *blocks])
+        user = f"Conflict ({conflict.kind}):\n" + fence.quote(reason, "reason") + "\n"
+        user += "\n".join(fence.quote(block, f"fact {n}") for n, block in enumerate(blocks, 1))
         return [{"role": "system", "content": RESOLVE_PROMPT}, {"role": "user", "content": user}]
 
     def resolve(self, conflict: Conflict, evidence: dict[str, str]) -> list[Resolution]:

@@ -20,6 +20,7 @@ from hyperfolio.hypergraph.extract import REFINE, ExtractedEdge
 from hyperfolio.hypergraph.refine import STAR_EDGES, OfflineRefiner, PageContext, StarEdge, spread_over_pages
 from hyperfolio.model import Entity
 from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.fence import Fence, with_evidence_rule
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.models.replies import LenientReply, Numbers, Strength
 from hyperfolio.phrases import clip, normalize_name, one_line
@@ -41,7 +42,7 @@ class RefineReply(LenientReply):
     relations: list[RefinedRelation] = Field(default_factory=list)
 
 
-SYSTEM_PROMPT = """\
+SYSTEM_PROMPT = with_evidence_rule("""\
 You consolidate a knowledge hypergraph that was extracted one page at a time, so facts that \
 belong together were split across pages. You are shown numbered relations (hyperedges); each \
 has a level (low: two members, high: three or more), the pages it was found on, its member \
@@ -55,7 +56,7 @@ description that states the combined fact, a few keywords, a strength between 0 
 sources (the numbers of the listed relations it combines).
 
 Only combine what the listed relations support. Do not repeat a single listed relation unchanged. \
-If nothing new follows, return an empty list of relations."""
+If nothing new follows, return an empty list of relations.""")
 
 
 def _short(text: str, limit: int) -> str:
@@ -90,11 +91,11 @@ class LLMRefiner:
         self.errors: list[str] = []
 
     # ------------------------------------------------------------------ prompt
-    def _listing(self, sections: list[tuple[str, list[StarEdge]]]) -> tuple[str, list[StarEdge]]:
-        """Numbered relations under headings; returns the text and the edges in their numbering."""
+    def _listing(self, sections: list[tuple[str, list[StarEdge]]]) -> tuple[list[tuple[str, str]], list[StarEdge]]:
+        """Numbered relations under headings: (heading, lines) per section, and the edges in their numbering."""
         docs: dict[str, str] = {}
         shown: list[StarEdge] = []
-        blocks: list[str] = []
+        blocks: list[tuple[str, str]] = []
         room = self.max_edges
         said: set[str] = set()
         for heading, edges in sections:
@@ -108,7 +109,7 @@ class LLMRefiner:
             room -= len(ranked)
             if not ranked:
                 continue
-            lines = [heading]
+            lines = []
             for star in ranked:
                 shown.append(star)
                 pages = []
@@ -121,12 +122,16 @@ class LLMRefiner:
                     f"[{len(shown)}] {star.edge.level} | pages: {', '.join(pages) or '?'} | "
                     f"members: {members} | {description}"
                 )
-            blocks.append("\n".join(lines))
-        return "\n\n".join(blocks), shown
+            blocks.append((heading, "\n".join(lines)))
+        return blocks, shown
 
-    def _messages(self, focus: str, listing: str) -> list[dict[str, Any]]:
+    def _messages(self, focus: str, about: str, listing: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        """`focus` is this module's own words; `about` (the anchors) and the listing come from the documents."""
+        fence = Fence.over([about] + [lines for _, lines in listing])
+        head = f"{focus}\n{fence.quote(about, 'anchor')}" if about else focus
+        relations = "\n\n".join(f"{heading}\n{fence.quote(lines)}" for heading, lines in listing)
         user = (
-            f"{focus}\n\n{listing}\n\n"
+            f"{head}\n\n{relations}\n\n"
             f"Return at most {self.max_relations} refined relations as JSON with the key `relations`."
         )
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
@@ -135,19 +140,19 @@ class LLMRefiner:
         about = f"{anchor.name}" + (f" ({anchor.type})" if anchor.type else "")
         if anchor.description:
             about += f": {_short(anchor.description, self.max_description_chars)}"
-        focus = f"Anchor entity, found on several pages: {about}\nThe relations that involve it:"
+        focus = "Anchor entity, found on several pages; the relations that involve it follow."
         listing, shown = self._listing([("Relations:", spread_over_pages(star, self.max_star_edges))])
-        return self._messages(focus, listing), shown
+        return self._messages(focus, about, listing), shown
 
     def page_messages(self, context: PageContext) -> tuple[list[dict[str, Any]], list[StarEdge]]:
-        focus = f"Page {context.page} of a document, read with the pages just before and after it:"
+        focus = f"Page {context.page} of a document, read with the pages just before and after it."
         listing, shown = self._listing(
             [
                 ("Relations on this page:", context.edges),
                 ("Relations on the neighbouring pages:", context.neighbour_edges),
             ]
         )
-        return self._messages(focus, listing), shown
+        return self._messages(focus, "", listing), shown
 
     # ------------------------------------------------------------------ reply -> edges
     def _edges(
@@ -215,12 +220,12 @@ class LLMRefiner:
                 union.setdefault(star_edge.edge.edge_id, star_edge)
         about = "; ".join(a.name + (f" ({a.type})" if a.type else "") for a, _ in group)
         focus = (
-            f"Anchor entities, each found on several pages: {about}\n"
-            "Every relation you return must include at least one of these anchors. The relations that involve them:"
+            "Anchor entities, each found on several pages. Every relation you return must include at least "
+            "one of these anchors. The relations that involve them follow."
         )
         cap = self.max_star_edges * 2
         listing, shown = self._listing([("Relations:", spread_over_pages(list(union.values()), cap))])
-        reply = self._call(self._messages(focus, listing), f"anchors {about[:80]!r}")
+        reply = self._call(self._messages(focus, about, listing), f"anchors {about[:80]!r}")
         if reply is None:
             return {a.entity_id: self.fallback.refine_anchor(a, star) for a, star in group}
         names = {m: n for s in union.values() for m, n in s.names.items()}

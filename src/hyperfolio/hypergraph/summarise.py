@@ -12,15 +12,16 @@ import logging
 from pydantic import BaseModel
 
 from hyperfolio.hypergraph.merge import MergedEntity, MergedGraph
+from hyperfolio.models.fence import Fence, with_evidence_rule
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.phrases import one_line
 
 log = logging.getLogger(__name__)
 
 STAGE = "merge"
-_INSTRUCTION = (
+_INSTRUCTION = with_evidence_rule(
     "Several pages of one document describe the same entity. Write one description of at most "
-    "three sentences that keeps every distinct fact stated below and adds nothing else."
+    "three sentences that keeps every distinct fact in the evidence block and adds nothing else."
 )
 
 
@@ -29,7 +30,9 @@ class Summary(BaseModel):
 
 
 def _listing(name: str, type_: str, descriptions: list[str]) -> str:
-    return f"Entity: {name} ({type_})\n" + "\n".join(f"- {d}" for d in descriptions)
+    """The entity and its descriptions, fenced: every word of them was read from the document."""
+    text = f"Entity: {name} ({type_})\n" + "\n".join(f"- {d}" for d in descriptions)
+    return Fence.over([text]).quote(text, "entity")
 
 
 class DescriptionSummariser:

@@ -18,6 +18,7 @@ from hyperfolio.hypergraph.layers import ChunkTheme, OfflineThemer, chunk_text
 from hyperfolio.hypergraph.ledger import BuildLedger
 from hyperfolio.model import Chunk
 from hyperfolio.models.errors import ModelCallError, ModelUnavailableError
+from hyperfolio.models.fence import PICTURE_RULE, Fence, with_evidence_rule
 from hyperfolio.models.messages import system_message, user_message
 from hyperfolio.models.protocols import StructuredChatModel
 from hyperfolio.phrases import clip, normalize_name, one_line
@@ -34,12 +35,12 @@ class ThemeReply(BaseModel):
     keywords: list[str] = Field(default_factory=list)
 
 
-PROMPT = """\
+PROMPT = with_evidence_rule("""\
 You index a document for retrieval. For the passage you are given, write its theme - one \
 sentence saying what this part of the document is about - and pick its key entities: the few \
 entities from the given list that the theme turns on, most central first (copy their names \
 exactly). Add up to six keywords. If a picture of the passage's entity graph is attached, use it \
-to see which entities connect the others. Reply in JSON with `theme`, `key_entities`, `keywords`."""
+to see which entities connect the others. Reply in JSON with `theme`, `key_entities`, `keywords`.""")
 
 
 class LLMThemer:
@@ -66,13 +67,15 @@ class LLMThemer:
         self.ledger: BuildLedger | None = None  # records which chunk themes the model wrote
 
     def messages(self, chunk: Chunk, names: list[str], image: bytes | None = None) -> list[dict[str, Any]]:
+        """The passage (with its section) and its entities' names, each fenced: all come from the document."""
         scope = " > ".join(p for p in chunk.section_path if p)
-        text = (
-            (f"Section: {scope}\n" if scope else "")
-            + f"Passage ({chunk.modality}):\n{clip(one_line(chunk_text(chunk)), self.max_chars)}\n\n"
-            + "Entities: "
-            + "; ".join(names)
-        )
+        passage = (f"Section: {scope}\n" if scope else "") + clip(one_line(chunk_text(chunk)), self.max_chars)
+        entities = "; ".join(names)
+        fence = Fence.over([passage, entities])
+        text = f"Passage ({chunk.modality}):\n{fence.quote(passage, 'passage')}\n\nEntities:\n"
+        text += fence.quote(entities, "entities")
+        if image:
+            text += f"\n\n{PICTURE_RULE}"
         return [system_message(PROMPT), user_message(text, [image] if image else [])]
 
     def themes(self, chunks, entities, edges) -> list[ChunkTheme]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from hyperfolio.model import EvidencePackage, Hyperedge
 from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.fence import PICTURE_RULE, Fence, with_evidence_rule
 from hyperfolio.models.messages import system_message, user_message
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.evidence import package
@@ -123,10 +124,10 @@ class LocateReply(BaseModel):
     entities: list[str] = Field(default_factory=list, description="ids such as E3, most relevant first")
 
 
-LOCATE_PROMPT = (
+LOCATE_PROMPT = with_evidence_rule(
     "The picture shows the themes of a document (hyperedges H1, H2, ...) over their key entities (E1, E2, "
     "...); the themes are listed below. Which entities should be looked up to answer the question? "
-    'Reply in JSON: {"entities": ["E3", ...]}, at most five, most relevant first.'
+    'Reply in JSON: {"entities": ["E3", ...]}, at most five, most relevant first. ' + PICTURE_RULE
 )
 
 
@@ -142,10 +143,10 @@ def locate_with_vision(ctx: RetrievalContext, question: str, themes: list) -> li
         return []
     prune(graph, question, Budget(width=1000, height=750))
     picture = render(graph, ctx.topdown.layouts.split(","), picture_path("top-layer", question)).read_bytes()
-    listing = "\n".join(f"{h.vid}: {h.description}" for h in graph.edges.values())
+    listing = "\n".join(f"{h.vid}: {h.description}" for h in graph.edges.values())  # descriptions: document data
     messages = [
         system_message(LOCATE_PROMPT),
-        user_message(f"Question: {question}\n\nThemes:\n{listing}", [picture]),
+        user_message(f"Question: {question}\n\nThemes:\n{Fence.over([listing]).quote(listing, 'themes')}", [picture]),
     ]
     try:
         reply = model.complete_json(messages, LocateReply, stage="locate")

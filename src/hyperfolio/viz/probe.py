@@ -21,6 +21,7 @@ from pathlib import Path
 import networkx as nx
 
 from hyperfolio.models.errors import ModelCallError
+from hyperfolio.models.fence import PICTURE_RULE
 from hyperfolio.models.protocols import VisionModel
 from hyperfolio.viz.draw import render
 from hyperfolio.viz.graph import VizEdge, VizGraph
@@ -85,7 +86,8 @@ def overlap_core_probes(graph: VizGraph, rng: random.Random, limit: int) -> list
         answer = sub.entities[key].vid
         question = (
             "The picture shows entities (labelled E1, E2, ...) grouped by hyperedges (labelled H1, H2, ...). "
-            "Which entity belongs to the largest number of the hyperedges shown? Answer with its id only."
+            "Which entity belongs to the largest number of the hyperedges shown? Answer with its id only. "
+            + PICTURE_RULE
         )
         probes.append(Probe("overlap-core", sub, question, answer))
         if len(probes) >= limit:
@@ -117,7 +119,7 @@ def bridge_probes(graph: VizGraph, rng: random.Random, limit: int) -> list[Probe
         sub = _subgraph(graph, [bridge, *near], "bridge probe")
         question = (
             "The picture shows entities (E1, E2, ...) grouped by hyperedges (H1, H2, ...). One hyperedge "
-            "connects two groups that would otherwise be separate. Which one? Answer with its id only."
+            "connects two groups that would otherwise be separate. Which one? Answer with its id only. " + PICTURE_RULE
         )
         probes.append(Probe("bridge", sub, question, sub.edges[bridge.key].vid))
         if len(probes) >= limit:
