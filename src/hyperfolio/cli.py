@@ -18,7 +18,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperGroup
 
-from hyperfolio.cli_common import collection_flag, console, counted, errors, fail, location, open_existing
+from hyperfolio.cli_common import (
+    CollectionOpt,
+    JsonOpt,
+    collection_flag,
+    console,
+    counted,
+    errors,
+    fail,
+    location,
+    open_existing,
+)
 from hyperfolio.collection import AddProgress, AddReport, AddResult, Collection
 from hyperfolio.config import SECRET_KEYS, Settings, data_home, user_settings_file
 from hyperfolio.errors import HyperfolioError
@@ -77,17 +87,6 @@ def _options(
     ctx.obj = {"debug": debug}
 
 
-CollectionOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--collection",
-        "-c",
-        envvar="HYPERFOLIO_COLLECTION",
-        help="Collection directory, or a PostgreSQL URL (postgresql://user@host/db). "
-        "Default: ~/.local/share/hyperfolio/default.",
-        show_default=False,
-    ),
-]
 ModeOpt = Annotated[
     str | None,
     typer.Option(
@@ -104,7 +103,6 @@ SetOpt = Annotated[
 ]
 DocOpt = Annotated[str | None, typer.Option("--doc", "-d", help="Scope to one document (id, file name or title).")]
 KOpt = Annotated[int | None, typer.Option("--k", "-k", help="How many evidence chunks to retrieve.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ServerOpt = Annotated[
     str | None,
     typer.Option(
@@ -920,11 +918,13 @@ def mcp_stdio(
 
 
 def _register_optional_commands() -> None:
+    from hyperfolio.cli_check import check_command
     from hyperfolio.eval.command import eval_command, judge_command, tune_command
 
     app.command(name="eval", help="Measure retrieval on benchmark data (MMLongBench-Doc, Qasper, JSONL).")(eval_command)
     app.command(name="judge", help="Compare two strategies' answers with a language-model judge.")(judge_command)
     app.command(name="tune", help="Fit the auto ranker to your own labelled questions.")(tune_command)
+    app.command(name="check", help="Find rows that point at nothing; --repair removes or rebuilds them.")(check_command)
 
 
 _register_optional_commands()

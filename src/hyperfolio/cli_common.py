@@ -3,7 +3,7 @@ collection is (a command other than `add` never creates one by opening a mistype
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -16,6 +16,20 @@ if TYPE_CHECKING:
 
 console = Console()
 errors = Console(stderr=True)
+
+# Options several commands take (cli.py and cli_check.py).
+CollectionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--collection",
+        "-c",
+        envvar="HYPERFOLIO_COLLECTION",
+        help="Collection directory, or a PostgreSQL URL (postgresql://user@host/db). "
+        "Default: ~/.local/share/hyperfolio/default.",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

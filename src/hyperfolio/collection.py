@@ -33,7 +33,7 @@ from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.progress import ModelProgress
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.models.registry import ModelSet
-from hyperfolio.parse import SUPPORTED_SUFFIXES, finish_document, quick_page_count
+from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_bytes, quick_page_count
 from hyperfolio.parse.unlock import Password, read_unlocked
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.retrieve.base import with_knobs
@@ -53,6 +53,7 @@ from hyperfolio.store import (
 )
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
 from hyperfolio.store.claims import Claims, describe
+from hyperfolio.store.integrity import REPAIR_ROUNDS, IntegrityReport
 from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:  # the language-model stages load only when a model is configured
@@ -435,11 +436,11 @@ class Collection:
             pdfs = [j for j in jobs if j.path.suffix.lower() == ".pdf"]
             small = sum(j.path.stat().st_size for j in pdfs if j.path.is_file()) < SMALL_JOB_BYTES
             chosen = 0 if len(pdfs) <= 1 and small else default_workers()
-        return make_executor(chosen, ray or None)
+        return make_executor(chosen, ray or None, self.settings.parse.worker_memory_mb)
 
     def _prepare(self, job: FileJob) -> None:
         """Read a file and decide whether it needs parsing: the store may hold its content already."""
-        job.read()
+        job.read(self.settings.parse)
         if job.error is None:
             job.parse = self.store.document_by_hash(job.content_hash) is None
 
@@ -535,8 +536,12 @@ class Collection:
             )
         if self.store.get_meta("embedder") is None:
             self.store.set_meta("embedder", self.embedder.name)
+        if stored_dim is None:  # not with the name: a crash between their two writes must not lose it
             self.store.set_meta("embed_dim", str(self.embedder.dim))
         times = times if times is not None else StageTimes()
+        # Embedded already: a build of its hypergraph may have begun and been cut off (its decisions logged,
+        # part of its graph written); that part goes first, so the build adds nothing twice.
+        interrupted = info.status == STAGE_EMBEDDED
         if info.status in ("", STAGE_PARSED):
             missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
             progress.chunks_embedded(0, len(missing))
@@ -551,7 +556,7 @@ class Collection:
         if info.status == STAGE_EMBEDDED:
             if self.settings.build.hypergraph:
                 progress.graph_stage("building hypergraph")
-                self.last_graph_report = self._build_graph_of(info, progress, times=times)
+                self.last_graph_report = self._build_graph_of(info, progress, clear=interrupted, times=times)
                 progress.graph_stage("built" + self._usage_note())
             self.store.set_stage(info.doc_id, STAGE_GRAPHED)
         self.store.set_stage(info.doc_id, STAGE_READY)
@@ -814,7 +819,7 @@ class Collection:
         files, failed = expand_paths([paths] if isinstance(paths, (str, Path)) else paths)
         if failed:
             raise HyperfolioError(f"{failed[0].path}: {failed[0].reason}")
-        documents = [finish_document(path, read_unlocked(path, password), self.settings.parse) for path in files]
+        documents = [parse_bytes(path, read_unlocked(path, password), self.settings.parse) for path in files]
         opts = self.settings.models
         client = self.models.get("extract") if self.models.configured else None
         return estimate_work(
@@ -834,6 +839,40 @@ class Collection:
         out["embedder"] = self.store.get_meta("embedder") or self.settings.embedder
         out["model_usage"] = {stage: asdict(usage) for stage, usage in self.models.usage.totals().items()}
         return out
+
+    def check(self, repair: bool = False) -> IntegrityReport:
+        """Find rows of the store that point at rows no longer there (store/integrity.py lists the kinds).
+
+        With `repair`: delete what dangles, rebuild the keyword index, embed chunks of ready documents that
+        have no vector, then check again (a repair can leave rows dangling that another kind covers).
+        Documents not fully indexed are named, never indexed here: `add` finishes them. Run it while no
+        `add` is writing to the collection: a document half built looks like dangling rows.
+        """
+        report = IntegrityReport(self.store.integrity())
+        if not repair:
+            return report
+        with self._lock:
+            for _ in range(REPAIR_ROUNDS):
+                fixable = report.repairable
+                if not fixable:
+                    break
+                changed = self.store.repair(fixable)
+                if any(f.kind == "chunks_without_vector" for f in fixable):
+                    embedded = 0
+                    for doc_id in [d.doc_id for d in self.store.list_documents() if d.status == STAGE_READY]:
+                        missing = self.store.missing_vectors(CHUNK_SPACE, doc_id)
+                        for start in range(0, len(missing), EMBED_BATCH_CHUNKS):
+                            batch = missing[start : start + EMBED_BATCH_CHUNKS]
+                            vectors = self.embedder.embed([embedding_text(c.section_path, c.text) for c in batch])
+                            self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for c in batch], vectors)
+                        embedded += len(missing)
+                    changed["chunks_without_vector"] = embedded
+                for kind, rows in changed.items():
+                    report.repaired[kind] = report.repaired.get(kind, 0) + rows
+                report.findings = self.store.integrity()
+                if not any(changed.values()):
+                    break
+        return report
 
     # ------------------------------------------------------------------ pages and pictures
     def pages(self, ref: str) -> list[dict[str, Any]]:

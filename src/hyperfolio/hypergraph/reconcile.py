@@ -454,7 +454,8 @@ def store_fact_ids(store: HypergraphStore, facts: Sequence[Fact]) -> list[str]:
 
 
 def _drop(store: Store, merged: MergedGraph, dropped: list[Fact], every: list[Fact]) -> None:
-    """Remove dropped facts, and each (entity, chunk) evidence link that only dropped facts supported."""
+    """Remove dropped facts, and each (entity, chunk) evidence link that only dropped facts supported
+    (but never an entity's last one)."""
     if not dropped:
         return
     gone = {f.edge_id for f in dropped}
@@ -463,6 +464,7 @@ def _drop(store: Store, merged: MergedGraph, dropped: list[Fact], every: list[Fa
         if fact.edge_id not in gone:
             surviving.update((e, c) for e in (fact.head, fact.tail) for c in fact.chunks)
     links = {(e, c) for f in dropped for e in (f.head, f.tail) for c in f.chunks} - surviving
+    links -= _last_evidence(store, merged, links)
     for fact in dropped:
         merged.edges.pop(fact.edge_id, None)
     stored_drop = [f.edge_id for f in dropped if not f.new]
@@ -472,3 +474,18 @@ def _drop(store: Store, merged: MergedGraph, dropped: list[Fact], every: list[Fa
         if entity in merged.entities and chunk in merged.entities[entity].chunks:
             merged.entities[entity].chunks.remove(chunk)
     store.remove_evidence_links(sorted(links))
+
+
+def _last_evidence(store: Store, merged: MergedGraph, links: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The links among `links` to keep because they are their entity's last evidence: a value named only
+    in dropped statements is still named in their chunk, and an entity without any chunk would be a row
+    no evidence supports (what the integrity check reports and its repair deletes)."""
+    entities = sorted({e for e, _ in links})
+    held = {e: {c for c, _, _ in rows} for e, rows in store.provenance("entity", entities).items()}
+    keep = set()
+    for entity in entities:
+        evidence = held.get(entity, set()) | set(merged.entities[entity].chunks if entity in merged.entities else ())
+        losing = sorted((c for e, c in links if e == entity), key=_chunk_position)
+        if evidence <= set(losing):
+            keep.add((entity, losing[0]))
+    return keep

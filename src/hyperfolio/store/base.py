@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from hyperfolio.model import CachedReply, Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge, Page
+from hyperfolio.store.integrity import Finding
 
 # Ingestion stages recorded per document; a document is searchable once "ready".
 STAGE_PARSED = "parsed"
@@ -246,7 +247,21 @@ class GraphStore(DocumentStore, HypergraphStore, Protocol):
     """What the build stage and the graph strategies read and write: chunks and the hypergraph."""
 
 
-class Store(DocumentStore, HypergraphStore, LayerStore, Protocol):
+class IntegrityStore(Protocol):
+    """The integrity check over every table (store/integrity.py): rows that point at nothing, and their repair."""
+
+    def integrity(self) -> list[Finding]:
+        """Every kind of dangling row found, with counts and examples, in `integrity.KINDS` order."""
+        ...
+
+    def repair(self, findings: Sequence[Finding]) -> dict[str, int]:
+        """Delete what dangles and rebuild the keyword index, for these findings' repairable kinds, one
+        transaction per kind; the rows changed per kind. Missing chunk vectors need an embedder: the
+        collection makes them."""
+        ...
+
+
+class Store(DocumentStore, HypergraphStore, LayerStore, IntegrityStore, Protocol):
     """A whole collection's store: what `open_store` returns."""
 
 

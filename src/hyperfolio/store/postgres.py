@@ -46,15 +46,18 @@ from hyperfolio.store.common_sql import (
     CLAIM,
     CLAIM_TABLE,
     DOC_SELECT,
+    INTEGRITY_CHECKS,
     PAGE_SELECT,
     UNFINISHED_SELECT,
     counts_of,
     decision_row,
     info_of,
+    keyword_checks,
     page_of,
     pg,
 )
 from hyperfolio.store.concept_tables import LAYER_TABLES, concept_id
+from hyperfolio.store.integrity import Dangling, Finding, SqlCheck, keyword_repairs, repair_rows, run_checks
 from hyperfolio.store.model_records import MODEL_SCHEMA, MODEL_TABLES, ModelRecords
 
 SCHEMA_VERSION = "1"
@@ -334,6 +337,15 @@ def query_terms(question: str) -> list[str]:
     return [token for word in dict.fromkeys(kept) for token in fts_tokens(word)]
 
 
+def _fts_row(c: Chunk) -> tuple[str, str, int, str, str]:
+    """A chunk's keyword row (_FTS_INSERT's parameters): its text and heading tokens and its length in tokens."""
+    heading = " / ".join(c.section_path)
+    text_tokens, heading_tokens = fts_tokens(c.text), fts_tokens(heading)
+    # FTS5 counts the doc_id column's tokens in a row's length too.
+    length = len(text_tokens) + len(heading_tokens) + len(fts_tokens(c.doc_id))
+    return (c.chunk_id, c.doc_id, length, " ".join(text_tokens), " ".join(heading_tokens))
+
+
 def _clean(text: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL, which a broken PDF's text layer may contain."""
     return text.replace("\x00", "\ufffd") if text else text
@@ -429,6 +441,39 @@ scored AS (
 )
 SELECT chunk_id, score FROM scored ORDER BY score DESC, seq LIMIT %(k)s
 """
+
+# The integrity checks of this backend's own tables (store/integrity.py): the keyword index, found by its
+# primary key; its counts (rows and tokens per document, chunks per word), which BM25 reads instead of
+# counting; and the spaces vector search looks up before it searches.
+KEYWORD_CHECKS = keyword_checks("chunk_fts", "NOT EXISTS (SELECT 1 FROM chunk_fts f WHERE f.chunk_id = k.chunk_id)")
+_WORD_COUNTS = (
+    '(SELECT COALESCE(t.lexeme, a.lexeme) AS lexeme FROM fts_terms t FULL JOIN (SELECT key COLLATE "C" AS lexeme,'
+    " COUNT(*) AS n FROM chunk_fts CROSS JOIN LATERAL jsonb_object_keys(tf) AS key GROUP BY 1) a"
+    " ON a.lexeme = t.lexeme WHERE COALESCE(t.chunks, 0) <> COALESCE(a.n, 0)) AS w"
+)
+KEYWORD_STATS_CHECK = SqlCheck(
+    "keyword_stats",
+    (
+        Dangling(
+            "documents AS d",
+            "'document ' || d.doc_id",
+            "d.fts_rows <> (SELECT COUNT(*) FROM chunk_fts f WHERE f.doc_id = d.doc_id)"
+            " OR d.fts_tokens <> (SELECT COALESCE(SUM(f.fts_len), 0) FROM chunk_fts f WHERE f.doc_id = d.doc_id)",
+        ),
+        Dangling(_WORD_COUNTS, "'word ' || w.lexeme", "TRUE"),
+    ),
+    repair=(),
+)
+_UNREGISTERED = "NOT EXISTS (SELECT 1 FROM vector_spaces vs WHERE vs.space = {}.space)"
+VECTOR_SPACE_CHECK = SqlCheck(
+    "unregistered_vector_spaces",
+    (Dangling("(SELECT DISTINCT space FROM vectors) AS s", "s.space", _UNREGISTERED.format("s")),),
+    repair=(
+        "INSERT INTO vector_spaces(space, dim) SELECT v.space, MAX(vector_dims(v.vec)) FROM vectors v"
+        f" WHERE {_UNREGISTERED.format('v')} GROUP BY v.space",
+    ),
+)
+CHECKS = (*INTEGRITY_CHECKS, VECTOR_SPACE_CHECK, *KEYWORD_CHECKS, KEYWORD_STATS_CHECK)
 
 
 class PostgresStore:
@@ -578,13 +623,7 @@ class PostgresStore:
     def _write_document(self, doc: Document) -> None:
         now = time.time()
         chunks = doc.chunks
-        fts = []
-        for c in chunks:
-            heading = " / ".join(c.section_path)
-            text_tokens, heading_tokens = fts_tokens(c.text), fts_tokens(heading)
-            # FTS5 counts the doc_id column's tokens in a row's length too.
-            length = len(text_tokens) + len(heading_tokens) + len(fts_tokens(c.doc_id))
-            fts.append((c.chunk_id, c.doc_id, length, " ".join(text_tokens), " ".join(heading_tokens)))
+        fts = [_fts_row(c) for c in chunks]
         with self.transaction() as cur:
             cur.execute(
                 "INSERT INTO documents(doc_id, source, title, kind, content_hash, num_pages, meta, added_at,"
@@ -1337,6 +1376,37 @@ class PostgresStore:
         for stage, how, n in self._query("SELECT stage, how, COUNT(*) FROM model_builds GROUP BY 1, 2 ORDER BY 1, 2"):
             out.setdefault(stage, {})[how] = int(n)
         return out
+
+    # ------------------------------------------------------------------ integrity (store/integrity.py)
+    def integrity(self) -> list[Finding]:
+        return run_checks(CHECKS, self._query)
+
+    def repair(self, findings: Sequence[Finding]) -> dict[str, int]:
+        changed = repair_rows(CHECKS, findings, self.transaction)
+        stale = keyword_repairs(findings, changed)
+        if stale is not None:
+            changed.update(dict.fromkeys(stale, self._rebuild_keyword_index()))
+        return changed
+
+    def _rebuild_keyword_index(self) -> int:
+        """Every chunk's keyword row made again from the chunks table, document by document in the order
+        they were added (ties rank as before), and the counts BM25 reads; how many rows it made."""
+        made = 0
+        with self.transaction() as cur:
+            cur.execute("DELETE FROM chunk_fts")
+            cur.execute("DELETE FROM fts_terms")
+            docs = [r[0] for r in cur.execute("SELECT doc_id FROM documents ORDER BY added_at, doc_id").fetchall()]
+            for doc_id in docs:
+                rows = cur.execute(self._CHUNK_SELECT + " WHERE doc_id = %s ORDER BY page, ord", (doc_id,)).fetchall()
+                fts = [_fts_row(_row_chunk(r)) for r in rows]
+                cur.executemany(_FTS_INSERT, fts)
+                cur.execute(_TERMS_ADD, (doc_id,))
+                cur.execute(
+                    "UPDATE documents SET fts_rows = %s, fts_tokens = %s WHERE doc_id = %s",
+                    (len(fts), sum(row[2] for row in fts), doc_id),
+                )
+                made += len(fts)
+        return made
 
     # ------------------------------------------------------------------ stats
     def add_stage_times(self, doc_id: str, seconds: dict[str, float]) -> None:

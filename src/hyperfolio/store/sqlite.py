@@ -28,12 +28,15 @@ from hyperfolio.store.common_sql import (
     CLAIM,
     CLAIM_TABLE,
     DOC_SELECT,
+    INTEGRITY_CHECKS,
     PAGE_SELECT,
     UNFINISHED_SELECT,
     info_of,
+    keyword_checks,
     page_of,
 )
 from hyperfolio.store.concept_tables import CONCEPT_SCHEMA, LAYER_TABLES, ConceptTables
+from hyperfolio.store.integrity import Finding, keyword_repairs, repair_rows, run_checks
 from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
 from hyperfolio.store.sqlite_vectors import DELETION_LOG, VectorMatrix, prune_deletions
 from hyperfolio.store.sqlite_vectors import load as load_vectors
@@ -47,6 +50,15 @@ SCHEMA_VERSION = "2"
 FTS_SCHEMA = """CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     chunk_id UNINDEXED, doc_id, text, heading, tokenize = 'porter unicode61'
 )"""
+# Every chunk's keyword row, made from the chunks table (a migration, a repair).
+FTS_FROM_CHUNKS = (
+    "INSERT INTO chunks_fts(chunk_id, doc_id, text, heading) SELECT chunk_id, doc_id, text,"
+    " (SELECT group_concat(value, ' / ') FROM json_each(chunks.section_path)) FROM chunks"
+)
+# FTS5 finds a row by an unindexed chunk id only by a scan: the ids are read once (IN indexes them).
+KEYWORD_CHECKS = keyword_checks(
+    "chunks_fts", "k.chunk_id NOT IN (SELECT f.chunk_id FROM chunks_fts f WHERE f.chunk_id IS NOT NULL)"
+)
 
 SCHEMA = (
     """
@@ -218,10 +230,7 @@ class SQLiteStore(ConceptTables):
         self._db.execute("BEGIN IMMEDIATE")
         self._db.execute("DROP TABLE IF EXISTS chunks_fts")
         self._db.execute(FTS_SCHEMA)
-        self._db.execute(
-            "INSERT INTO chunks_fts(chunk_id, doc_id, text, heading) SELECT chunk_id, doc_id, text,"
-            " (SELECT group_concat(value, ' / ') FROM json_each(chunks.section_path)) FROM chunks"
-        )
+        self._db.execute(FTS_FROM_CHUNKS)
         self._db.execute("COMMIT")
 
     @contextmanager
@@ -855,6 +864,21 @@ class SQLiteStore(ConceptTables):
         for stage, how, n in self._query("SELECT stage, how, COUNT(*) FROM model_builds GROUP BY stage, how"):
             out.setdefault(stage, {})[how] = int(n)
         return out
+
+    # ------------------------------------------------------------------ integrity (store/integrity.py)
+    def integrity(self) -> list[Finding]:
+        return run_checks((*INTEGRITY_CHECKS, *KEYWORD_CHECKS), self._query)
+
+    def repair(self, findings: Sequence[Finding]) -> dict[str, int]:
+        changed = repair_rows(INTEGRITY_CHECKS, findings, self.transaction)
+        stale = keyword_repairs(findings, changed)
+        if stale is not None:
+            with self.transaction() as db:
+                db.execute("DELETE FROM chunks_fts")
+                changed.update(dict.fromkeys(stale, db.execute(FTS_FROM_CHUNKS).rowcount))
+        with self._lock:
+            self._matrices.clear()
+        return changed
 
     # ------------------------------------------------------------------ stats
     def add_stage_times(self, doc_id: str, seconds: dict[str, float]) -> None:

@@ -1,0 +1,74 @@
+"""`hyperfolio check`: the collection's integrity check (store/integrity.py) and, with --repair, its repair.
+
+Exit code 0 when nothing dangles (documents still being indexed are named, not counted as problems), 1 when
+problems remain, so a script or a cron job can act on it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from hyperfolio.cli_common import CollectionOpt, JsonOpt, collection_flag, console, counted, errors, open_existing
+from hyperfolio.store.integrity import KINDS, IntegrityReport
+
+RepairOpt = Annotated[
+    bool,
+    typer.Option(
+        "--repair",
+        help="Delete rows that point at nothing, rebuild the keyword index, embed chunks without a vector; "
+        "then check again. Run it while no `add` writes to the collection.",
+    ),
+]
+
+
+def check_command(collection: CollectionOpt = None, repair: RepairOpt = False, as_json: JsonOpt = False) -> None:
+    """Check the collection's integrity: rows pointing at rows no longer there, and unfinished documents."""
+    col = open_existing(collection)
+    try:
+        report = col.check(repair=repair)
+    finally:
+        col.close()
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print_report(report, collection)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _print_report(report: IntegrityReport, collection: str | None) -> None:
+    for kind, rows in report.repaired.items():
+        if rows:
+            console.print(
+                f"[green]repaired:[/green] {KINDS[kind].title} ({counted(rows, 'row')})",
+                soft_wrap=True,
+                highlight=False,
+            )
+    if report.findings:
+        table = Table(title="integrity check")
+        for name in ("kind", "count", "examples", "what --repair does"):
+            table.add_column(name, justify="right" if name == "count" else "left")
+        for f in report.findings:
+            examples = ", ".join(f.examples) + (", …" if f.count > len(f.examples) else "")
+            how = f.how if f.repairable else f"not repaired: {f.how}"
+            table.add_row(escape(f.title), f"{f.count:,}", escape(examples), escape(how))
+        console.print(table)
+    for f in report.findings:
+        if f.kind != "unfinished":
+            continue
+        for source in f.examples:
+            errors.print(
+                f"[yellow]unfinished:[/yellow] {escape(source)}; finish it with: "
+                f"hyperfolio add {escape(source)}{escape(collection_flag(collection))}",
+                soft_wrap=True,
+                highlight=False,
+            )
+        if f.count > len(f.examples):
+            errors.print(f"and {counted(f.count - len(f.examples), 'more document')}: hyperfolio list shows them")
+    style = "green" if report.ok else "red"
+    console.print(f"[{style}]{escape(report.summary())}[/{style}]", soft_wrap=True, highlight=False)

@@ -1,0 +1,120 @@
+"""SIGKILL at every stage boundary of `add`, at every store transaction (before BEGIN, and before COMMIT) and at
+seeded random points inside each stage; `add` again; the store equals an uninterrupted run's, by content,
+and the integrity check passes.
+
+The machinery is `tests/crash_harness.py` (shared with `benchmarks/crash_stages.py`, which tries more
+points): each kill point is a child process that counts the package's calls with `sys.settrace` and
+kills itself at the chosen one, so nothing in the product knows it is being tested.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def _load_harness() -> ModuleType:
+    """The harness sits beside this file; tests are imported by path (--import-mode=importlib)."""
+    name = "crash_harness"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("crash_harness.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+harness = _load_harness()
+
+SEED = 1729  # the random kill points; printed, so a failure can be replayed with benchmarks/crash_stages.py
+RANDOM_POINTS = 2  # per stage, besides its boundary
+JOBS = 2  # killed children at a time (resumptions run in this process meanwhile)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The fixture document and the uninterrupted run: its calls per stage and its store."""
+    work = tmp_path_factory.mktemp("crash-stages")
+    fixture = harness.write_fixture(work / "osprey-report.pdf")
+    harness.prepare_models()
+    return work, fixture, harness.count_stages(work, fixture)
+
+
+@pytest.mark.slow
+def test_killed_at_any_stage_add_again_gives_the_uninterrupted_store(uninterrupted, embedder):
+    work, fixture, profile = uninterrupted
+    from hyperfolio import Collection
+
+    with Collection(profile.collection) as col:
+        assert col.check().findings == [], "the uninterrupted run itself does not pass the integrity check"
+    reference = harness.dump_sqlite(profile.collection)
+    assert reference.tables["refine_state"] and reference.tables["conflict_log"], "the fixture reaches every stage"
+    points = harness.plan(profile, RANDOM_POINTS, SEED)
+    print(f"\nseed {SEED}; calls per stage {profile.calls}")
+    print(f"{len(points)} kill points ({harness.kinds(points)}):", " ".join(p.label for p in points))
+
+    started = time.perf_counter()
+    outcomes = harness.run_campaign(work / "runs", fixture, points, reference, jobs=JOBS, embedder=embedder)
+    seconds = time.perf_counter() - started
+    rows = harness.summarise(outcomes)
+    print(harness.table(rows))
+    print(f"{len(outcomes)} kill points in {seconds:.0f} s")
+    for outcome in outcomes:
+        if outcome.after_kill:  # worth reporting, not a failure: `add` is to repair what a kill left
+            print(f"integrity after killing at {outcome.point.label}: {outcome.after_kill}")
+
+    assert {r["stage"] for r in rows if r["tried"]} == set(harness.STAGE_NAMES)
+    failed = [o for o in outcomes if not o.ok]
+    assert not failed, f"{len(failed)} of {len(outcomes)} kill points failed (seed {SEED}):\n" + "\n".join(
+        harness.describe(o) for o in failed[:3]
+    )
+
+
+def test_the_comparison_sees_what_a_crash_could_leave_behind(uninterrupted, tmp_path):
+    """The dump misses nothing that matters: a duplicated decision, a changed description, a lost or
+    changed vector, a stale keyword row and a leftover claim are each reported; timestamps are not."""
+    import sqlite3
+
+    collection = uninterrupted[2].collection
+    reference = harness.dump_sqlite(collection)
+
+    def tampered(*statements: str) -> list[str]:
+        copy = tmp_path / f"copy-{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(collection, copy)
+        db = sqlite3.connect(copy / "hyperfolio.db")
+        with db:
+            for statement in statements:
+                db.execute(statement)
+        db.close()
+        return harness.compare(reference, harness.dump_sqlite(copy))
+
+    assert tampered("UPDATE documents SET added_at = added_at + 60", "UPDATE doc_status SET updated_at = 0") == []
+    duplicated = tampered(
+        "INSERT INTO conflict_log (doc_id, kind, decision, fact, other, reason, evidence, decided_by, created_at)"
+        " SELECT doc_id, kind, decision, fact, other, reason, evidence, decided_by, created_at FROM conflict_log"
+        " LIMIT 1"
+    )
+    assert (
+        len(duplicated) == 1
+        and duplicated[0].startswith("conflict_log:")
+        and "only in the resumed run" in (duplicated[0])
+    )
+    assert tampered("UPDATE entities SET description = description || ' | again' WHERE rowid = 1")[0].startswith(
+        "entities:"
+    )
+    assert tampered("DELETE FROM vectors WHERE rowid = (SELECT MAX(rowid) FROM vectors WHERE space = 'theme')")
+    changed = tampered("UPDATE vectors SET vec = zeroblob(length(vec)) WHERE rowid = 1")
+    assert changed and changed[-1].startswith("vectors:")
+    assert tampered(
+        "INSERT INTO chunks_fts (chunk_id, doc_id, text, heading) SELECT chunk_id, doc_id, text, '' FROM chunks LIMIT 1"
+    )[0].startswith("chunks_fts:")
+    assert tampered("INSERT INTO claims (key, owner, expires_at) VALUES ('abc', 'host:1:x', 0)")[0].startswith(
+        "claims:"
+    )
