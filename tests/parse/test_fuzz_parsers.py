@@ -904,7 +904,10 @@ def mutate(kind: str, data: bytes, names: list[str], seed: int) -> bytes:
     rng = random.Random(seed)
     table = mutators(kind)
     for name in names:
-        data = table[name](rng, data) or data[:1]
+        try:
+            data = table[name](rng, data) or data[:1]
+        except struct.error:  # a structure an earlier mutator cut short: this one has nothing to change
+            continue
     return data
 
 
