@@ -45,6 +45,9 @@ from hyperfolio.model import Document
 from hyperfolio.parse import finish_document, inspect_bytes, page_count, parse_file, quick_page_count, read_pages
 from hyperfolio.parse.unlock import is_encrypted
 
+# Pillow warns of every damaged TIFF tag it skips: thousands of lines that say nothing about the outcome.
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:PIL.*")
+
 OPTIONS = ParseOptions(ocr=False)  # Tesseract is a separate process with its own timeout; fuzz the parsers
 HANG_SECONDS = 30.0  # one input's whole pipeline; the slowest valid seed takes about a second
 MAX_MESSAGE = 300  # characters of a ParseError beyond the file name: one line a user reads
