@@ -16,6 +16,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
@@ -46,6 +47,27 @@ def check_size(path: Path, size: int, options: ParseOptions) -> None:
         )
 
 
+class _HasText(Protocol):
+    text: str
+
+
+_T = TypeVar("_T", bound=_HasText)
+
+
+def keep_first_chars(items: list[_T], limit: int) -> list[_T]:
+    """The leading `items` holding `limit` characters of text, the last one cut to fit (a page's
+    segments or chunks under parse.max_page_chars)."""
+    kept, budget = [], limit
+    for item in items:
+        if budget <= 0:
+            break
+        if len(item.text) > budget:
+            item.text = item.text[:budget]
+        kept.append(item)
+        budget -= len(item.text)
+    return kept
+
+
 def cap_page_chars(pages: list[Page], limit: int) -> list[str]:
     """Keep each page's chunks within `limit` characters (parse.max_page_chars), cutting the chunk that
     crosses it and dropping the rest; returns a warning per page cut. Paginated text formats rarely reach
@@ -55,15 +77,7 @@ def cap_page_chars(pages: list[Page], limit: int) -> list[str]:
         total = sum(len(c.text) for c in page.chunks)
         if total <= limit:
             continue
-        kept, budget = [], limit
-        for chunk in page.chunks:
-            if budget <= 0:
-                break
-            if len(chunk.text) > budget:
-                chunk.text = chunk.text[:budget]
-            kept.append(chunk)
-            budget -= len(chunk.text)
-        page.chunks = kept
+        page.chunks = keep_first_chars(page.chunks, limit)
         warnings_said.append(
             f"page {page.number} has {total} characters; keeping the first {limit} (parse.max_page_chars)"
         )

@@ -25,6 +25,7 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
 from hyperfolio.model import BBox, Modality, Page
 from hyperfolio.parse.chunking import Block, blocks_to_chunks, table_text
+from hyperfolio.parse.limits import keep_first_chars
 from hyperfolio.parse.ocr import ocr_image, ocr_textpage, tesseract_available
 from hyperfolio.parse.tree import SectionTracker, clean_heading, heading_key, level_for, rank_levels
 from hyperfolio.timing import StageTimes
@@ -602,15 +603,7 @@ def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> No
         message = f"page {number} has {total} characters; keeping the first {options.max_page_chars}"
         log.warning(message)
         data.warnings.append(message)
-        kept, budget = [], options.max_page_chars
-        for seg in segments:
-            if budget <= 0:
-                break
-            if len(seg.text) > budget:
-                seg.text = seg.text[:budget]
-            kept.append(seg)
-            budget -= len(seg.text)
-        segments = kept
+        segments = keep_first_chars(segments, options.max_page_chars)
     if _overdue(started, data, options, "tables and figures"):
         data.items = reading_order(segments, data.width, data.height)
         return
