@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -197,3 +200,27 @@ def test_chunk_annotations_persist_in_its_metadata(store, tmp_path):
     store.annotate_chunk("d1:1:0", "description", "A bar chart: 412,000 TEU in 2023.")
     (chunk,) = SQLiteStore(tmp_path / "col").get_chunks(["d1:1:0"])
     assert chunk.meta["description"] == "A bar chart: 412,000 TEU in 2023."
+
+
+OPEN_AT = (
+    "import sys, time\n"
+    "from hyperfolio.store.sqlite import SQLiteStore\n"
+    "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
+    "SQLiteStore(sys.argv[1]).close()\n"
+)
+
+
+@pytest.mark.slow
+def test_processes_opening_one_new_collection_at_the_same_instant_all_succeed(tmp_path):
+    # Two `add`s started together on a new collection: switching the new file to WAL answered
+    # "database is locked" at once to all but one of them, without waiting.
+    for trial in range(4):
+        directory, start = tmp_path / f"c{trial}", f"{time.time() + 2.5:.3f}"
+        runs = [
+            subprocess.Popen([sys.executable, "-c", OPEN_AT, str(directory), start], stderr=subprocess.PIPE, text=True)
+            for _ in range(6)
+        ]
+        errors = [run.communicate(timeout=120)[1] for run in runs]
+        assert [run.returncode for run in runs] == [0] * 6, [e.strip().splitlines()[-1:] for e in errors]
+        with sqlite3.connect(directory / "hyperfolio.db") as db:
+            assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -190,6 +190,32 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in unique)
 
 
+BUSY_SECONDS = 30.0
+
+
+def connect_wal(path: Path, wait: float = BUSY_SECONDS) -> sqlite3.Connection:
+    """Open a database in WAL mode, waiting out other processes rather than failing.
+
+    Another process may hold the write lock for a document step, which the busy timeout waits for.
+    Switching a new file to WAL is different: while a second process creates the same database,
+    SQLite answers "locked" at once (it will not wait where waiting could deadlock), so the switch
+    is retried until the same deadline.
+    """
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=wait)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                db.close()
+                raise
+            time.sleep(0.05)
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
 class SQLiteStore(ConceptTables):
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -197,12 +223,10 @@ class SQLiteStore(ConceptTables):
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / DB_NAME
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db = connect_wal(self.path)
         except sqlite3.Error as exc:  # pragma: no cover - depends on the file system
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         self._lock = threading.RLock()
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
         version = self._existing_schema_version()
         if version == "1":
@@ -976,10 +1000,7 @@ def open_model_records(directory: str | Path) -> ModelRecords:
 
     def connect() -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Another process may hold the write lock for a document step: wait for it rather than fail.
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
+        db = connect_wal(path)
         for statement in MODEL_SCHEMA:
             db.execute(statement)
         return db
