@@ -1,6 +1,7 @@
 """SIGKILL at every stage boundary of `add`, at every store transaction (before BEGIN, and before COMMIT) and at
 seeded random points inside each stage; `add` again; the store equals an uninterrupted run's, by content,
-and the integrity check passes.
+and the integrity check passes; in a new collection, and in one holding a related document that
+reconciliation and refinement change (the resumed build must change it exactly as an uninterrupted one).
 
 The machinery is `tests/crash_harness.py` (shared with `benchmarks/crash_stages.py`, which tries more
 points): each kill point is a child process that counts the package's calls with `sys.settrace` and
@@ -38,30 +39,45 @@ RANDOM_POINTS = 2  # per stage, besides its boundary
 JOBS = 2  # killed children at a time (resumptions run in this process meanwhile)
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    """The fixture document and the uninterrupted run: its calls per stage and its store."""
-    work = tmp_path_factory.mktemp("crash-stages")
+@pytest.fixture(scope="module", params=["fresh", "after-related"])
+def uninterrupted(request, tmp_path_factory):
+    """The fixture document and the uninterrupted run (into a new collection, or into one holding a
+    related document, whose facts and anchors adding this one changes): calls per stage and store."""
+    work = tmp_path_factory.mktemp(f"crash-stages-{request.param}")
     fixture = harness.write_fixture(work / "osprey-report.pdf")
+    setup = [harness.write_fixture(work / "port-notes.pdf", harness.SETUP_PAGES)] if request.param != "fresh" else []
     harness.prepare_models()
-    return work, fixture, harness.count_stages(work, fixture)
+    return work, fixture, harness.count_stages(work, fixture, setup), setup
+
+
+def _changed_earlier_documents(collection: Path) -> int:
+    """Decisions of the last document that revised or dropped a fact of another one."""
+    import sqlite3
+
+    with sqlite3.connect(collection / "hyperfolio.db") as db:
+        rows = db.execute("SELECT doc_id, decision, evidence FROM conflict_log").fetchall()
+    return sum(1 for doc, decision, evidence in rows if decision != "kept" and doc not in evidence)
 
 
 @pytest.mark.slow
 def test_killed_at_any_stage_add_again_gives_the_uninterrupted_store(uninterrupted, embedder):
-    work, fixture, profile = uninterrupted
+    work, fixture, profile, setup = uninterrupted
     from hyperfolio import Collection
 
     with Collection(profile.collection) as col:
         assert col.check().findings == [], "the uninterrupted run itself does not pass the integrity check"
     reference = harness.dump_sqlite(profile.collection)
     assert reference.tables["refine_state"] and reference.tables["conflict_log"], "the fixture reaches every stage"
+    if setup:
+        assert _changed_earlier_documents(profile.collection), "adding the fixture changes the related document"
     points = harness.plan(profile, RANDOM_POINTS, SEED)
     print(f"\nseed {SEED}; calls per stage {profile.calls}")
     print(f"{len(points)} kill points ({harness.kinds(points)}):", " ".join(p.label for p in points))
 
     started = time.perf_counter()
-    outcomes = harness.run_campaign(work / "runs", fixture, points, reference, jobs=JOBS, embedder=embedder)
+    outcomes = harness.run_campaign(
+        work / "runs", fixture, points, reference, setup=setup, jobs=JOBS, embedder=embedder
+    )
     seconds = time.perf_counter() - started
     rows = harness.summarise(outcomes)
     print(harness.table(rows))

@@ -7,7 +7,9 @@ answers in JSON - answer, the numbers of the chunks it used, and whether the evi
 When the call fails, or the model cites nothing it was shown, the fallback answerer (the
 extractive one) answers instead, and `Answer.answerer` says why. Everything taken from the
 documents is fenced as evidence (models/fence.py), and only numbers of chunks the prompt showed
-become citations, whatever the reply or the documents say.
+become citations, whatever the reply or the documents say. Of those, only the chunks that hold the
+answer's numbers (or its names and words) stay citations (citation_support.py); `Answer.meta` says
+how many were dropped and how well the kept ones support the answer.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hyperfolio.answer import INSUFFICIENT, MARKER, Answerer
-from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
+from hyperfolio.citation_support import OFF, CitationCheck, check_citations
+from hyperfolio.model import Answer, EvidenceItem, EvidencePackage
 from hyperfolio.models.budget import call_budget, tokens_of
 from hyperfolio.models.errors import ModelCallError
 from hyperfolio.models.fence import BLOCK_CHARS, PICTURE_RULE, Fence, with_evidence_rule, without_tags
@@ -88,6 +91,7 @@ class LLMAnswerer:
         max_entities: int = 10,
         stage: str = STAGE,
         vision: StructuredChatModel | None = None,
+        check_support: bool = True,
     ) -> None:
         self.chat = chat
         self.vision = vision  # answers instead when the evidence carries a picture of its graph
@@ -97,6 +101,7 @@ class LLMAnswerer:
         self.max_hyperedges = max_hyperedges
         self.max_entities = max_entities
         self.stage = stage
+        self.check_support = check_support  # keep only citations whose chunk holds the answer
 
     def _room(self) -> int | None:
         """Characters of evidence that fit the model's context beside the instructions, when known."""
@@ -184,11 +189,10 @@ class LLMAnswerer:
         answer.answerer = f"{answer.answerer} (model failed: {why})"
         return answer
 
-    def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
-        """`on_text` gets the answer as the model writes it (from the JSON reply's `answer` field)."""
-        items, _ = self.shown(question, evidence)
-        if not items:
-            return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+    def reply(
+        self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None
+    ) -> AnswerReply:
+        """The model's reply to the question over the evidence (raises ModelCallError)."""
         messages = self.messages(question, evidence)
         model = self.chat
         picture = evidence.meta.get("picture")
@@ -198,26 +202,44 @@ class LLMAnswerer:
             text += f"hyperedges (H…) connect; the relations listed above use the same names. {PICTURE_RULE}"
             messages = [messages[0], user_message(text, [Path(picture).read_bytes()])]
             model = self.vision
+        return model.complete_json(messages, AnswerReply, stage=self.stage, on_text=_answer_field(on_text))
+
+    def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
+        """`on_text` gets the answer as the model writes it (from the JSON reply's `answer` field)."""
+        items, _ = self.shown(question, evidence)
+        if not items:
+            return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
         try:
-            reply = model.complete_json(messages, AnswerReply, stage=self.stage, on_text=_answer_field(on_text))
+            reply = self.reply(question, evidence, on_text)
         except ModelCallError as exc:
             log.warning("the answer model failed; answering extractively: %s", exc)
             return self._fallback(question, evidence, one_line(exc.reason)[:200])
+        return self.from_reply(question, evidence, reply)
+
+    def from_reply(
+        self, question: str, evidence: EvidencePackage, reply: AnswerReply, *, check: bool | None = None
+    ) -> Answer:
+        """The answer a reply makes: its text, and the citations it gave that name shown chunks and -
+        with the check on (`check`, else `self.check_support`) - support the answer. Separate from
+        the call, so one reply can be read both ways (benchmarks/citation_precision.py)."""
+        items, _ = self.shown(question, evidence)
         text = one_line(without_tags(reply.answer))
         if not reply.sufficient:
             return Answer(question, text or INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
         # Only numbers of chunks the prompt showed: "[99]", or a number copied from a document's own
         # reference list, names no evidence and is dropped.
-        cited = list(dict.fromkeys(n for n in reply.citations if 1 <= n <= len(items)))
+        cited: list[EvidenceItem] = []
+        for number in dict.fromkeys(n for n in reply.citations if 1 <= n <= len(items)):
+            if all(items[number - 1].citation != item.citation for item in cited):
+                cited.append(items[number - 1])
         if not cited or not text:
             return self._fallback(question, evidence, "no valid citations" if text else "empty answer")
-        citations: list[Citation] = []
-        for number in cited:
-            citation = items[number - 1].citation
-            if citation not in citations:
-                citations.append(citation)
         bare = MARKER.sub("", text).strip()  # the model's own markers: renumbered from `citations` below
         bare = re.sub(r"\s+([.,;:])", r"\1", bare)
+        # A model cites most of what it was shown: keep what holds the answer (citation_support.py).
+        enabled = self.check_support if check is None else check
+        result = check_citations(bare, question, cited, items) if enabled else CitationCheck(cited, OFF, 0)
+        citations = [item.citation for item in result.kept]
         markers = "".join(f"[{i}]" for i in range(1, len(citations) + 1))
         return Answer(
             question=question,
@@ -227,6 +249,12 @@ class LLMAnswerer:
             sufficient=True,
             answerer=self.name,
             support=[bare],
+            meta={
+                "citations_given": len(cited),
+                "citations_dropped": result.dropped,
+                "citations_added": result.added,
+                "citation_support": result.status,
+            },
         )
 
 

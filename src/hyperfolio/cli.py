@@ -58,6 +58,10 @@ def _debugging(ctx: Any) -> bool:
     return bool((ctx.obj or {}).get("debug")) or os.environ.get("HYPERFOLIO_DEBUG", "") not in {"", "0"}
 
 
+# `add`'s exit code when a configured model built no part of any file (all fell back offline): the
+# files are indexed and searchable, but not as asked; 1 stays "a file failed".
+MODEL_BUILT_NOTHING = 3
+
 app = typer.Typer(
     cls=_Commands,
     help="Ask questions of complex documents, offline, with cited answers.",
@@ -263,7 +267,8 @@ def add(
     password: PasswordOpt = None,
 ) -> None:
     """Index documents: PDF, Word, PowerPoint, Excel/CSV, images, Markdown, HTML, text. Exit code 1 if any
-    file failed. Interrupted (Ctrl-C), it keeps what was indexed: the same command again resumes."""
+    file failed, 3 if a configured model built nothing (all fell back offline). Interrupted (Ctrl-C), it
+    keeps what was indexed: the same command again resumes."""
     where = location(collection)
     col = Collection(where)
     bar = None
@@ -305,6 +310,18 @@ def add(
     col.close()
     if report.failed:
         raise typer.Exit(1)
+    if report.model_built_nothing:
+        raise typer.Exit(MODEL_BUILT_NOTHING)
+
+
+def _built_line(result: AddResult) -> str:
+    """ "model built 3 of 4 extract parts (1 fell back offline), 9 of 9 themes; 14 model calls"."""
+    parts = []
+    for stage, by in sorted(result.built.items()):
+        model, offline = by.get("model", 0), by.get("offline", 0)
+        part = f"{model} of {model + offline} {stage}"
+        parts.append(part + (f" ({offline} fell back offline)" if offline else ""))
+    return "model built " + ", ".join(parts) + f"; {counted(result.model_calls, 'model call')}"
 
 
 def _interrupt_in(exc: BaseException | None) -> BaseException | None:
@@ -339,6 +356,15 @@ def _say_added(report: AddReport, where: Path) -> None:
             f"[yellow]not indexed, unsupported type:[/yellow] {counted(len(unsupported), 'file')} ({names})",
             soft_wrap=True,
             highlight=False,
+        )
+    for result in report.results:
+        if result.built:
+            console.print(f"  {Path(result.path).name}: {_built_line(result)}", soft_wrap=True, highlight=False)
+    if report.model_built_nothing:
+        errors.print(
+            "[red]the configured model built nothing:[/red] every part fell back to the offline path "
+            "(reasons: `hyperfolio stats`, the lines above); fix the server and run `hyperfolio build --retry-model`",
+            soft_wrap=True,
         )
     for result in report.failed:
         if not Path(result.path).is_file():
@@ -402,6 +428,18 @@ def _print_answer(answer: dict[str, Any]) -> None:
     for number, citation in enumerate(answer["citations"], start=1):
         section = " > ".join(citation["section_path"])
         console.print(f"  [{number}] {citation['label']}" + (f" — {section}" if section else ""))
+    console.print(f"[dim]{answered_by(answer.get('answerer') or 'extractive')}[/dim]", soft_wrap=True, highlight=False)
+
+
+def answered_by(answerer: str) -> str:
+    """Which answerer answered, in words: the model, or the extractive one and why it stood in."""
+    if answerer == "llm":
+        return "answered by the language model (the answer role)"
+    if answerer.startswith("extractive (") and answerer.endswith(")"):
+        return f"answered extractively, because the {answerer[len('extractive (') : -1]}"
+    if answerer == "extractive":
+        return "answered extractively (no language model is configured for answers)"
+    return f"answered by {answerer}"
 
 
 def _ask_service(

@@ -23,8 +23,8 @@ from hyperfolio.errors import DocumentNotFound, DuplicateDocument, HyperfolioErr
 from hyperfolio.hypergraph.extract import Extractor
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.layers import OfflineThemer, Themer
-from hyperfolio.hypergraph.ledger import OFFLINE, BuildLedger
-from hyperfolio.hypergraph.pipeline import GraphReport, build_document_graph
+from hyperfolio.hypergraph.ledger import MODEL, OFFLINE, BuildLedger
+from hyperfolio.hypergraph.pipeline import EXTRACTION_COUNTS, GraphReport, build_document_graph
 from hyperfolio.hypergraph.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
 from hyperfolio.hypergraph.refine import OfflineRefiner, Refiner, refine_anchors
 from hyperfolio.ingest import Executor, FileJob, ParseAhead, default_workers, make_executor
@@ -51,7 +51,14 @@ from hyperfolio.store import (
     remove_store,
     store_exists,
 )
-from hyperfolio.store.base import CHUNK_SPACE, STAGE_EMBEDDED, STAGE_GRAPHED, STAGE_PARSED, STAGE_READY
+from hyperfolio.store.base import (
+    CHUNK_SPACE,
+    STAGE_EMBEDDED,
+    STAGE_GRAPH_WRITTEN,
+    STAGE_GRAPHED,
+    STAGE_PARSED,
+    STAGE_READY,
+)
 from hyperfolio.store.claims import Claims, describe
 from hyperfolio.store.integrity import REPAIR_ROUNDS, IntegrityReport
 from hyperfolio.timing import StageTimes
@@ -80,10 +87,19 @@ class AddResult:
     seconds: float = 0.0
     reason: str = ""
     stage_seconds: dict[str, float] = field(default_factory=dict)  # this run's seconds per stage
+    # With a model configured: per stage, how many parts (pages, themes...) the model built and how
+    # many fell back to the offline path; and the model calls this file took (cache hits apart).
+    built: dict[str, dict[str, int]] = field(default_factory=dict)
+    model_calls: int = 0
 
     @property
     def ok(self) -> bool:
         return self.status != "failed"
+
+    @property
+    def model_built_nothing(self) -> bool:
+        """A model was asked to build parts of this file and every one fell back offline."""
+        return bool(self.built) and all(not by.get(MODEL) for by in self.built.values())
 
 
 @dataclass
@@ -98,6 +114,12 @@ class AddReport:
     @property
     def pages(self) -> int:
         return sum(r.pages for r in self.results if r.status in {"added", "resumed", "replaced"})
+
+    @property
+    def model_built_nothing(self) -> bool:
+        """Files were built with a configured model this run, and the model built none of their parts."""
+        built = [r for r in self.results if r.built]
+        return bool(built) and all(r.model_built_nothing for r in built)
 
 
 @dataclass
@@ -491,7 +513,14 @@ class Collection:
                 info = existing
             assert info is not None
             doc_id = info.doc_id
+            calls = self.models.usage.total().calls
+            graph_due = info.status != STAGE_READY and self.settings.build.hypergraph
             self._index(info, progress, times)
+            result.model_calls = self.models.usage.total().calls - calls
+            if graph_due:
+                for _, stage, _, how, _ in self.store.builds(doc_id):
+                    by = result.built.setdefault(stage, {MODEL: 0, OFFLINE: 0})
+                    by[how] = by.get(how, 0) + 1
             result.doc_id, result.title = info.doc_id, info.title
             result.pages, result.chunks = info.num_pages, info.num_chunks
             if self._drop_older_versions(path, info.doc_id) and result.status == "added":
@@ -539,8 +568,9 @@ class Collection:
         if stored_dim is None:  # not with the name: a crash between their two writes must not lose it
             self.store.set_meta("embed_dim", str(self.embedder.dim))
         times = times if times is not None else StageTimes()
-        # Embedded already: a build of its hypergraph may have begun and been cut off (its decisions logged,
-        # part of its graph written); that part goes first, so the build adds nothing twice.
+        # Embedded already: a build of its hypergraph may have begun and been cut off before its graph was
+        # written (which is one transaction); anything an older version wrote of it goes first. Linked: the
+        # graph was written, the build goes on from refinement.
         interrupted = info.status == STAGE_EMBEDDED
         if info.status in ("", STAGE_PARSED):
             missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
@@ -553,17 +583,28 @@ class Collection:
                 progress.chunks_embedded(min(start + len(batch), len(missing)), len(missing))
             self.store.set_stage(info.doc_id, STAGE_EMBEDDED)
             info.status = STAGE_EMBEDDED
-        if info.status == STAGE_EMBEDDED:
+        if info.status in (STAGE_EMBEDDED, STAGE_GRAPH_WRITTEN):
             if self.settings.build.hypergraph:
-                progress.graph_stage("building hypergraph")
-                self.last_graph_report = self._build_graph_of(info, progress, clear=interrupted, times=times)
+                resume = info.status == STAGE_GRAPH_WRITTEN
+                progress.graph_stage("building hypergraph" + (" (graph written; refining on)" if resume else ""))
+                self.last_graph_report = self._build_graph_of(
+                    info, progress, clear=interrupted, times=times, checkpoint=True, resume=resume
+                )
                 progress.graph_stage("built" + self._usage_note())
             self.store.set_stage(info.doc_id, STAGE_GRAPHED)
         self.store.set_stage(info.doc_id, STAGE_READY)
 
     def _build_graph_of(
-        self, info: DocumentInfo, progress: AddProgress, clear: bool = False, times: StageTimes | None = None
+        self,
+        info: DocumentInfo,
+        progress: AddProgress,
+        clear: bool = False,
+        times: StageTimes | None = None,
+        checkpoint: bool = False,
+        resume: bool = False,
     ) -> GraphReport:
+        """`checkpoint`: mark the document graph-written once its graph is written (with that write), so a
+        cut-off build resumes from there (`resume`)."""
         if clear:  # drop what the earlier build made, the offline-built parts included
             self.store.clear_document_graph(info.doc_id)
         detector, resolver = self.reconcilers
@@ -575,6 +616,13 @@ class Collection:
         if hasattr(extractor, "on_progress"):
             meter = ModelProgress(self.models.usage, lambda line: progress.graph_stage(line))
             extractor.on_progress = meter.calls
+        doc_id = info.doc_id
+
+        def written() -> None:  # inside the transaction that writes the document's graph
+            self.store.record_builds(doc_id, [(o.stage, o.item, o.how, o.reason) for o in ledger.outcomes])
+            if checkpoint:
+                self.store.set_stage(doc_id, STAGE_GRAPH_WRITTEN)
+
         report = build_document_graph(
             self.store,
             info.doc_id,
@@ -589,9 +637,14 @@ class Collection:
             resolver=resolver,
             themer=themer,
             times=times,
+            on_written=written,
+            resume=resume,
         )
-        self.store.record_builds(info.doc_id, [(o.stage, o.item, o.how, o.reason) for o in ledger.outcomes])
-        report.offline = len(ledger.offline_items())
+        # The record written with the graph, and what the later steps added (all a resumed build has).
+        rows = {(stage, item): (stage, item, how, reason) for _, stage, item, how, reason in self.store.builds(doc_id)}
+        rows.update({(o.stage, o.item): (o.stage, o.item, o.how, o.reason) for o in ledger.outcomes})
+        self.store.record_builds(doc_id, list(rows.values()))
+        report.offline = sum(1 for row in rows.values() if row[2] == OFFLINE)
         return report
 
     def build_graph(
@@ -617,7 +670,7 @@ class Collection:
                     continue
                 try:
                     progress.file_started(info.source)
-                    reports.append(self._build_graph_of(info, progress, clear=info.doc_id in retry))
+                    reports.append(self._build_graph_of(info, progress, clear=rebuild or info.doc_id in retry))
                 finally:
                     self.claims.release(info.content_hash)
         return reports
@@ -836,6 +889,11 @@ class Collection:
 
     def stats(self) -> dict[str, Any]:
         out = self.store.stats()
+        # A model's extraction counts are recorded with reconciliation's, per document: shown apart.
+        totals = out.get("reconciliation", {})
+        extraction = {name: totals.pop(name) for name in EXTRACTION_COUNTS if name in totals}
+        if extraction:
+            out["extraction"] = extraction
         out["embedder"] = self.store.get_meta("embedder") or self.settings.embedder
         out["model_usage"] = {stage: asdict(usage) for stage, usage in self.models.usage.totals().items()}
         return out

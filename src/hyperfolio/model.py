@@ -230,6 +230,9 @@ class Answer:
     sufficient: bool  # False when the evidence does not support an answer
     answerer: str = "extractive"
     support: list[str] = field(default_factory=list)  # the extracted passages, in order
+    # What the answerer recorded about the answer: the language-model answerer's citation check puts
+    # citations_given, citations_dropped, citations_added and citation_support here (citation_support.py).
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

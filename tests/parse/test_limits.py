@@ -97,6 +97,28 @@ def test_a_zip_bomb_office_file_is_refused_from_its_directory(tmp_path):
     assert reason == "its parts inflate to 3.0 MB; the limit is 1 MB (parse.max_archive_mb)"
 
 
+def test_a_pdf_page_drawing_an_image_over_the_pixel_limit_keeps_its_text_without_decoding_it(tmp_path):
+    # Locating, rendering or OCR-ing the page would decode the image (a declared 25,000 x 25,000 one
+    # costs 625 MB and a minute); here the limit is lowered so an ordinary image stands in for it.
+    from PIL import Image
+
+    picture = io.BytesIO()
+    Image.new("L", (1200, 1000), 128).save(picture, format="PNG")
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "The harbour chart below shows the Osprey fleet berths.", fontsize=11)
+    page.insert_image(pymupdf.Rect(72, 100, 500, 460), stream=picture.getvalue())
+    path = tmp_path / "chart.pdf"
+    doc.save(path)
+    assert {c.modality for c in parse_file(path, ParseOptions()).chunks} == {"text", "image"}
+
+    parsed = parse_file(path, ParseOptions(max_image_pixels=1_000_000))
+    assert {c.modality for c in parsed.chunks} == {"text"}
+    assert "Osprey fleet berths" in " ".join(c.text for c in parsed.chunks)
+    warnings = parsed.meta.get("warnings", [])
+    assert any("1,200 x 1,000 pixels" in w and "(parse.max_image_pixels)" in w for w in warnings), warnings
+
+
 def test_a_pdf_decompression_bomb_is_refused_without_inflating_it_all(tmp_path):
     path = pdf_with_stream(tmp_path / "bomb.pdf", b"\n" * (8 * 2**20))
     assert path.stat().st_size < 100_000

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from hyperfolio.grounding import PageText
 from hyperfolio.hypergraph.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.facts_offline import ConceptNamer, concept_name
@@ -119,18 +120,6 @@ class PageExtraction(LenientReply):
     facts: list[FactReply] = Field(default_factory=list)
 
 
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def _grounded(name: str, page_text: str, page_words: set[str]) -> bool:
-    """Does the page support this entity name: the name itself, or at least half of its words?"""
-    low = name.lower()
-    if low in page_text:
-        return True
-    words = [w for w in _WORD.findall(low) if len(w) > 2 or w.isdigit()]
-    return bool(words) and sum(w in page_words for w in words) * 2 >= len(words)
-
-
 def relation_key(text: str) -> str:
     """A relation label in one canonical form: lower-case words joined by underscores."""
     words = re.findall(r"[a-z0-9]+", text.lower())
@@ -225,6 +214,8 @@ class LLMExtractor:
         self.errors: list[str] = []  # one line per failed page: "<doc_id> p.<page>: <reason>"
         self.dropped_items = 0  # reply items that did not validate (or repeated), dropped with a count
         self.invented = 0  # entities whose names the page does not support, dropped
+        self.unmatched_facts = 0  # facts whose head or tail the page does not state, dropped
+        self.table_facts = 0  # table facts added to model-built pages from the tables' own cells
         self.ledger: BuildLedger | None = None  # records which pages the model built and which fell back
         self.system_prompt = SYSTEM_PROMPT  # the compact one on small contexts (set by page_room)
         self.on_progress: Callable[[int, int], None] | None = None  # (calls done, calls in all)
@@ -370,19 +361,19 @@ class LLMExtractor:
     def to_graph(self, unit: PageUnit, chunks: list[Chunk], reply: PageExtraction) -> PageGraph:
         graph = PageGraph(unit.doc_id, unit.page)
         ids = [c.chunk_id for c in chunks]
-        page_text = "\n".join(self._visible_text(c) for c in chunks).lower()
+        page = PageText("\n".join(self._visible_text(c) for c in chunks))
+        chunk_texts = {c.chunk_id: PageText(self._visible_text(c)) for c in chunks}
 
         def chunk_ids(refs: list[int]) -> list[str]:
             return list(dict.fromkeys(ids[r - 1] for r in refs if 1 <= r <= len(ids)))
 
         by_key: dict[str, ExtractedEntity] = {}
-        page_words = set(_WORD.findall(page_text))
         for item in reply.entities:
             name = one_line(item.name)
             key = normalize_name(name)
             if not key:
                 continue
-            if not _grounded(name, page_text, page_words):
+            if not page.supports(name):
                 with self._lock:
                     self.invented += 1  # a name the page does not support (e.g. a schema echoed back)
                 continue
@@ -408,9 +399,10 @@ class LLMExtractor:
             if not key:
                 return None
             found = by_key.get(key) or by_key.get(alias_key.get(key, ""))
-            if found is None and name.lower() in page_text:
-                # Named on the page but missing from the entity list: add it rather than lose the edge.
-                cited = [c.chunk_id for c in chunks if name.lower() in self._visible_text(c).lower()] or list(ids)
+            if found is None and page.supports(name):
+                # Stated on the page (as "1,850" for "1,850 MW") but missing from the entity list: add it
+                # rather than lose the edge.
+                cited = [c for c, text in chunk_texts.items() if text.supports(name)] or list(ids)
                 found = ExtractedEntity(name, "concept", "text", "", [], cited, 0.5)
                 by_key[key] = found
                 graph.entities.append(found)
@@ -443,6 +435,8 @@ class LLMExtractor:
         for fact in reply.facts:
             head, tail, relation = member(fact.head), member(fact.tail), relation_key(fact.relation)
             if head is None or tail is None or head is tail or not relation:
+                with self._lock:
+                    self.unmatched_facts += 1  # it names what the page does not state (or nothing)
                 continue
             cited = chunk_ids(fact.chunk_refs) or [c for c in head.chunks if c in tail.chunks] or list(ids)
             said = f"{head.name} {relation.replace('_', ' ')} {tail.name}"
@@ -544,6 +538,15 @@ class LLMExtractor:
             if self.ledger is not None:
                 self.ledger.model(unit.doc_id, self.stage, page_item(unit.page))
         failed = [i for i in range(len(units)) if graphs[i] is None]
+        if self.multimodal and any(c.modality == "table" and c.table for u in units for c in u.chunks):
+            # Table cells, headers and row keys enter the graph as the offline path reads them, whatever
+            # the model wrote of them; merging later collapses what both name the same way.
+            for i, tables in enumerate(self.offline.table_graphs(units)):
+                built = graphs[i]
+                if built is not None and tables.entities:
+                    with self._lock:
+                        self.table_facts += sum(1 for e in tables.edges if e.level == FACT)
+                    graphs[i] = _joined(units[i], [built, tables])
         if failed:
             # Offline statistics span the document, so the fallback sees every page, keeps the failed ones.
             offline = self.offline.extract_document(units)

@@ -92,8 +92,15 @@ class OfflineExtractor:
         stats = self._stats(units)
         return [self._page(unit, stats) for unit in units]
 
+    def table_graphs(self, units: list[PageUnit]) -> list[PageGraph]:
+        """Only what the pages' tables state: the table, its headers, row keys, cells and one fact per
+        cell, none cut by the per-page entity cap. Deterministic, so a model-built page keeps every
+        table fact whatever the model wrote (or misspelt) about it."""
+        stats = self._stats(units)
+        return [self._page(unit, stats, tables_only=True) for unit in units]
+
     # ------------------------------------------------------------------ one page
-    def _page(self, unit: PageUnit, stats: _Stats) -> PageGraph:
+    def _page(self, unit: PageUnit, stats: _Stats, tables_only: bool = False) -> PageGraph:
         graph = PageGraph(unit.doc_id, unit.page)
         entities: dict[str, ExtractedEntity] = {}
 
@@ -120,13 +127,15 @@ class OfflineExtractor:
                 continue
             if chunk.modality == "table" and chunk.table and self.multimodal:
                 self._table(chunk, entity, graph)
+            elif tables_only:
+                continue
             elif chunk.modality == "image" and self.multimodal:
                 self._figure(chunk, entity, graph, stats)
             elif chunk.modality in ("text", "formula"):
                 self._text(chunk, entity, graph, stats)
         # Keep the page's most specific entities; drop edges that lost their members.
         ranked = sorted(entities.values(), key=lambda e: -e.score)
-        keep = {e.name for e in ranked[: self.max_entities_per_page]}
+        keep = {e.name for e in (ranked if tables_only else ranked[: self.max_entities_per_page])}
         graph.entities = [e for e in ranked if e.name in keep]
         for e in graph.entities:
             e.concept = e.concept or stats.namer.concept(e.name, e.type)

@@ -31,26 +31,40 @@ def relation_text(relation: str) -> str:
     return relation.replace("_", " ").strip()
 
 
-def update_concept_layer(store: Store, embedder: Embedder, doc_id: str, extra: Sequence[str] = ()) -> int:
+def update_concept_layer(
+    store: Store, embedder: Embedder, doc_id: str, extra: Sequence[str] = (), docs: Sequence[str] = ()
+) -> int:
     """Recompute the concepts the document touches (and `extra` ones, e.g. from a removed document),
-    then embed the document's concepts and relations. Returns how many concepts it has."""
+    then embed the concepts and relations of the document and of `docs` (others whose facts changed
+    with it: a relabelled fact's relation is new there, its old one may be gone). Returns how many
+    concepts the document has."""
     touched = list(dict.fromkeys([*store.document_concepts(doc_id), *extra]))
     store.rebuild_concepts(touched)
-    concepts = store.concepts_in(doc_id)
-    if concepts:
-        members = store.concept_members_in(doc_id, [c for c, _ in concepts], MEMBERS_SHOWN)
-        texts = [name + (": " + ", ".join(members[cid]) if members.get(cid) else "") for cid, name in concepts]
-        store.put_vectors(
-            CONCEPT_SPACE, [(scoped_key(cid, doc_id), doc_id) for cid, _ in concepts], embedder.embed(texts)
-        )
-    relations = store.relations_in(doc_id)
-    if relations:
-        store.put_vectors(
-            RELATION_SPACE,
-            [(scoped_key(r, doc_id), doc_id) for r in relations],
-            embedder.embed([relation_text(r) for r in relations]),
-        )
-    return len(concepts)
+    count = 0
+    for doc in dict.fromkeys([doc_id, *docs]):
+        concepts = store.concepts_in(doc)
+        if doc == doc_id:
+            count = len(concepts)
+        if concepts:
+            members = store.concept_members_in(doc, [c for c, _ in concepts], MEMBERS_SHOWN)
+            texts = [name + (": " + ", ".join(members[cid]) if members.get(cid) else "") for cid, name in concepts]
+            keys = [(scoped_key(cid, doc), doc) for cid, _ in concepts]
+            store.put_vectors(CONCEPT_SPACE, keys, embedder.embed(texts))
+        relations = store.relations_in(doc)
+        if relations:
+            store.put_vectors(
+                RELATION_SPACE,
+                [(scoped_key(r, doc), doc) for r in relations],
+                embedder.embed([relation_text(r) for r in relations]),
+            )
+        prune_layer_vectors(store, doc)
+    return count
+
+
+def prune_layer_vectors(store: Store, doc_id: str) -> None:
+    """Drop the document's concept and relation vectors whose concept or relation it no longer has."""
+    store.prune_vectors(CONCEPT_SPACE, doc_id, [scoped_key(cid, doc_id) for cid, _ in store.concepts_in(doc_id)])
+    store.prune_vectors(RELATION_SPACE, doc_id, [scoped_key(r, doc_id) for r in store.relations_in(doc_id)])
 
 
 # --------------------------------------------------------------------------- the top (theme) layer

@@ -10,7 +10,14 @@ import numpy as np
 
 from hyperfolio.config import BuildOptions
 from hyperfolio.hypergraph.extract import Extractor, PageUnit
-from hyperfolio.hypergraph.layers import THEME, OfflineThemer, Themer, build_theme_layer, update_concept_layer
+from hyperfolio.hypergraph.layers import (
+    THEME,
+    OfflineThemer,
+    Themer,
+    build_theme_layer,
+    prune_layer_vectors,
+    update_concept_layer,
+)
 from hyperfolio.hypergraph.merge import MergedGraph, merge
 from hyperfolio.hypergraph.reconcile import (
     ConflictDetector,
@@ -18,12 +25,13 @@ from hyperfolio.hypergraph.reconcile import (
     OfflineDetector,
     OfflineResolver,
     ReconcileReport,
+    apply_reconcile,
     reconcile,
 )
 from hyperfolio.hypergraph.refine import Refiner, RefineReport, refine_anchors, refine_pages
 from hyperfolio.model import Entity, Hyperedge
 from hyperfolio.models.protocols import Embedder
-from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, GraphStore, Store, scoped_key
+from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, GraphStore, Store, chunk_doc_page, scoped_key
 from hyperfolio.timing import StageTimes
 
 
@@ -38,6 +46,17 @@ class GraphReport:
     themes: int = 0
     seconds: float = 0.0
     offline: int = 0  # parts built offline because the model failed (hypergraph/ledger.py)
+    resumed: bool = False  # went on after the graph was written (extraction and reconciliation not run)
+    extraction: dict[str, int] = field(default_factory=dict)  # EXTRACTION_COUNTS of this document
+
+
+# What a model's extraction of one document dropped or was given, by the extractor's counter it comes
+# from; recorded with the document's reconciliation counts (and so in `hyperfolio stats`).
+EXTRACTION_COUNTS = {
+    "unmatched_entities": "invented",  # entities named nowhere on their page
+    "unmatched_facts": "unmatched_facts",  # facts whose head or tail their page does not state
+    "table_facts_added": "table_facts",  # facts read from tables' cells beside the model's own
+}
 
 
 def entity_text(entity: Entity) -> str:
@@ -87,19 +106,93 @@ def build_document_graph(
     resolver: ConflictResolver | None = None,
     themer: Themer | None = None,
     times: StageTimes | None = None,
+    on_written: Callable[[], None] | None = None,
+    resume: bool = False,
 ) -> GraphReport:
-    """`times` gets the seconds each step took."""
+    """Extract, merge, reconcile and write the document's graph, then refine, embed and layer it.
+
+    Everything the first part changes (the new graph, reconciliation's edits to earlier documents, the
+    decision log) is written in one transaction, which `on_written` joins (the caller records there
+    how far the document got). Every later step reads what it works on from the store, so `resume` (the document was
+    cut off after that transaction) goes on from there and ends as an uninterrupted build would.
+    `times` gets the seconds each step took.
+    """
     started = time.perf_counter()
-    report = GraphReport(doc_id)
+    report = GraphReport(doc_id, resumed=resume)
     note = on_stage or (lambda _stage: None)
     times = times if times is not None else StageTimes()
+    if not resume:
+        _write_document_graph(
+            store, doc_id, title, extractor, options, note, summarise, detector, resolver, times, on_written, report
+        )
+    candidates = sorted(store.document_entities(doc_id))
+    if resume:
+        report.entities = len(candidates)
+    refined_edges: list[str] = []
+    if options.refine:
+        note("refining")
+        with times.stage("refine"):
+            if options.refine_mode == "full":
+                report.refine = refine_pages(store, refiner, doc_id)
+                refined_edges = report.refine.added_edge_ids
+            else:
+                report.refine = refine_anchors(
+                    store, refiner, candidates, options.anchor_min_pages, cover=options.anchor_cover
+                )
+                # Every refinement of this document's anchors, made now or before (a resumed build
+                # finds the anchors it refined before the cut unchanged).
+                refined_edges = sorted({e for _, edges in store.refine_signatures(candidates).values() for e in edges})
+    note("embedding graph")
+    with times.stage("graph embedding"):
+        embed_graph_items(store, embedder, doc_id, refined_edges)
+    if options.concepts:
+        note("concept layer")
+        with times.stage("concepts"):
+            report.concepts = update_concept_layer(store, embedder, doc_id, docs=reconciled_documents(store, doc_id))
+    if options.themes:
+        note("theme layer")
+        with times.stage("themes"):
+            report.themes = build_theme_layer(store, embedder, doc_id, themer or OfflineThemer())
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def reconciled_documents(store: Store, doc_id: str) -> list[str]:
+    """Other documents whose facts reconciling this one revised or dropped (their evidence is theirs)."""
+    docs = {
+        chunk_doc_page(chunk)[0]
+        for d in store.decisions(doc_id)
+        if d.decision in ("revised", "dropped")
+        for chunk in d.evidence
+    }
+    return sorted(docs - {doc_id})
+
+
+def _write_document_graph(
+    store: Store,
+    doc_id: str,
+    title: str,
+    extractor: Extractor,
+    options: BuildOptions,
+    note: Callable[[str], None],
+    summarise: Callable[[MergedGraph], int] | None,
+    detector: ConflictDetector | None,
+    resolver: ConflictResolver | None,
+    times: StageTimes,
+    on_written: Callable[[], None] | None,
+    report: GraphReport,
+) -> None:
+    """Extraction to the written graph; the store changes only in the last, single transaction."""
     by_page: dict[int, list] = {}
     for chunk in store.iter_chunks(doc_id):
         by_page.setdefault(chunk.page, []).append(chunk)
     units = [PageUnit(doc_id, title, page, chunks) for page, chunks in sorted(by_page.items())]
     note("extracting")
+    before = {name: getattr(extractor, attr, 0) for name, attr in EXTRACTION_COUNTS.items()}
     with times.stage("extraction"):
         graphs = extractor.extract_document(units)
+    if hasattr(extractor, "unmatched_facts"):  # the model's extractor; the offline one drops nothing
+        report.extraction = {name: getattr(extractor, attr) - before[name] for name, attr in EXTRACTION_COUNTS.items()}
     with times.stage("merge"):
         merged = merge(graphs, options.max_description_chars)
     if summarise is not None:
@@ -110,7 +203,7 @@ def build_document_graph(
         note("reconciling facts")
         with times.stage("reconcile"):
             report.reconcile = reconcile(
-                store, merged, doc_id, detector or OfflineDetector(), resolver or OfflineResolver()
+                store, merged, doc_id, detector or OfflineDetector(), resolver or OfflineResolver(), apply=False
             )
     entities = [
         (
@@ -132,32 +225,22 @@ def build_document_graph(
         (Hyperedge(h.edge_id, h.level, h.description, h.keywords, h.strength, h.members, h.relation), h.chunks)
         for h in merged.edges.values()
     ]
-    with times.stage("graph writes"):
+    # Concepts of earlier documents' entities whose facts reconciliation changed are recomputed here;
+    # the document's own, with its vectors, in the concept step.
+    earlier = sorted(set(store.concepts_of(sorted(report.reconcile.touched)).values()))
+    with times.stage("graph writes"), store.atomic():
+        if options.reconcile:
+            apply_reconcile(store, doc_id, report.reconcile)
+        if report.extraction:
+            counts = report.reconcile.counts() if options.reconcile else {}
+            store.save_reconcile_counts(doc_id, {**counts, **report.extraction})
         store.write_graph(entities, edges, options.max_description_chars)
+        if options.concepts and earlier:
+            store.rebuild_concepts(earlier)
+            for doc in reconciled_documents(store, doc_id):  # their new vectors come in the concept step
+                prune_layer_vectors(store, doc)
+        if on_written is not None:
+            on_written()
     report.entities = len(entities)
     for h, _ in edges:
         report.edges[h.level] = report.edges.get(h.level, 0) + 1
-    if options.refine:
-        note("refining")
-        with times.stage("refine"):
-            if options.refine_mode == "full":
-                report.refine = refine_pages(store, refiner, doc_id)
-            else:
-                touched = [e.entity_id for e, _ in entities]
-                report.refine = refine_anchors(
-                    store, refiner, touched, options.anchor_min_pages, cover=options.anchor_cover
-                )
-    note("embedding graph")
-    with times.stage("graph embedding"):
-        embed_graph_items(store, embedder, doc_id, report.refine.added_edge_ids)
-    if options.concepts:
-        note("concept layer")
-        with times.stage("concepts"):
-            earlier = list(store.concepts_of(sorted(report.reconcile.touched)).values())
-            report.concepts = update_concept_layer(store, embedder, doc_id, earlier)
-    if options.themes:
-        note("theme layer")
-        with times.stage("themes"):
-            report.themes = build_theme_layer(store, embedder, doc_id, themer or OfflineThemer())
-    report.seconds = time.perf_counter() - started
-    return report

@@ -271,6 +271,11 @@ class ReconcileReport:
     unresolved: int = 0  # conflicts where nothing showed which fact holds: both kept
     decisions: list[Decision] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # entities of earlier documents whose facts changed
+    # What to change in the store, applied by `apply_reconcile` (with the graph's own writes, so a
+    # crash leaves earlier documents either untouched or changed together with the new one's graph).
+    relabels: dict[str, str] = field(default_factory=dict)  # stored fact edge id -> new relation
+    drops: list[str] = field(default_factory=list)  # stored fact edge ids to delete
+    unlinks: list[tuple[str, str]] = field(default_factory=list)  # (entity, chunk) evidence to forget
 
     def counts(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in RECONCILE_COUNTS}
@@ -375,8 +380,10 @@ def reconcile(
     doc_id: str,
     detector: ConflictDetector,
     resolver: ConflictResolver,
+    apply: bool = True,
 ) -> ReconcileReport:
-    """Check this document's facts against the holistic view; edits `merged` and the store in place."""
+    """Check this document's facts against the holistic view; edits `merged` in place, and the store
+    too unless `apply` is false (then the caller passes the report to `apply_reconcile`)."""
     report = ReconcileReport()
     fact_chunks = [c for e in merged.edges.values() if e.level == FACT for c in e.chunks]
     new_facts = _merged_facts(merged, _table_chunks(store, fact_chunks))
@@ -433,7 +440,7 @@ def reconcile(
                     if fact.new:
                         merged.edges[fact.edge_id].relation = resolution.relation
                     else:
-                        store.relabel_fact(fact.edge_id, resolution.relation)
+                        report.relabels[fact.edge_id] = resolution.relation
                 else:
                     report.kept += 1
         for fact in batch:
@@ -441,10 +448,24 @@ def reconcile(
                 view.setdefault(fact.head, []).append(fact)
         for head, facts in view.items():
             view[head] = [f for f in facts if f.edge_id not in gone]
-    _drop(store, merged, dropped, new_facts + stored)
-    store.log_decisions(report.decisions)
-    store.save_reconcile_counts(doc_id, report.counts())
+    _drop(store, merged, dropped, new_facts + stored, report)
+    if apply:
+        apply_reconcile(store, doc_id, report)
     return report
+
+
+def apply_reconcile(store: Store, doc_id: str, report: ReconcileReport) -> None:
+    """Write what reconciliation decided: relabelled and dropped earlier facts, forgotten evidence,
+    the decision log and counts; in one transaction (or the caller's)."""
+    with store.atomic():
+        for edge_id, relation in report.relabels.items():
+            store.relabel_fact(edge_id, relation)
+        if report.drops:
+            store.delete_hyperedges(report.drops)
+        if report.unlinks:
+            store.remove_evidence_links(report.unlinks)
+        store.log_decisions(report.decisions)
+        store.save_reconcile_counts(doc_id, report.counts())
 
 
 def store_fact_ids(store: HypergraphStore, facts: Sequence[Fact]) -> list[str]:
@@ -453,9 +474,9 @@ def store_fact_ids(store: HypergraphStore, facts: Sequence[Fact]) -> list[str]:
     return [e.edge_id for e in found]
 
 
-def _drop(store: Store, merged: MergedGraph, dropped: list[Fact], every: list[Fact]) -> None:
+def _drop(store: Store, merged: MergedGraph, dropped: list[Fact], every: list[Fact], report: ReconcileReport) -> None:
     """Remove dropped facts, and each (entity, chunk) evidence link that only dropped facts supported
-    (but never an entity's last one)."""
+    (but never an entity's last one): from `merged` now, from the store through `report`."""
     if not dropped:
         return
     gone = {f.edge_id for f in dropped}
@@ -467,13 +488,11 @@ def _drop(store: Store, merged: MergedGraph, dropped: list[Fact], every: list[Fa
     links -= _last_evidence(store, merged, links)
     for fact in dropped:
         merged.edges.pop(fact.edge_id, None)
-    stored_drop = [f.edge_id for f in dropped if not f.new]
-    if stored_drop:
-        store.delete_hyperedges(stored_drop)
+    report.drops = [f.edge_id for f in dropped if not f.new]
     for entity, chunk in links:
         if entity in merged.entities and chunk in merged.entities[entity].chunks:
             merged.entities[entity].chunks.remove(chunk)
-    store.remove_evidence_links(sorted(links))
+    report.unlinks = sorted(links)
 
 
 def _last_evidence(store: Store, merged: MergedGraph, links: set[tuple[str, str]]) -> set[tuple[str, str]]:

@@ -580,17 +580,41 @@ def _overdue(started: float, data: _PageData, options: ParseOptions, skipped: st
     return True
 
 
+def _oversized_image(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> bool:
+    """Whether the page uses an image larger than parse.max_image_pixels, by the sizes its image
+    dictionaries declare (nothing decoded). Locating, rendering or OCR-ing such a page would decode it
+    (625 MB and a minute for one 25,000 x 25,000 image), so the page keeps its text and tables only."""
+    try:
+        images = page.get_images(full=True)
+    except Exception:  # a damaged resource dictionary: the page's own reading copes or fails
+        return False
+    for image in images:
+        width, height = int(image[2] or 0), int(image[3] or 0)
+        if width * height > options.max_image_pixels:
+            message = (
+                f"page {data.number} draws an image of {width:,} x {height:,} pixels; the limit is "
+                f"{options.max_image_pixels:,} pixels (parse.max_image_pixels): indexed without OCR and figures"
+            )
+            log.warning(message)
+            data.warnings.append(message)
+            return True
+    return False
+
+
 def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> None:
     started = time.perf_counter()
     number = data.number
     text_dict = page.get_text("dict", flags=_TEXT_FLAGS, sort=True)
     segments = _segments(text_dict, ocr=False)
     native_chars = sum(len(s.text) for s in segments)
+    oversized = _oversized_image(page, data, options)
     # A scan with a thin text layer (a stamp, a page header) is still a scan: OCR it whole.
-    scanned = native_chars < 300 and any(
-        _area(pymupdf.Rect(i["bbox"]) & page.rect) >= 0.8 * page.rect.get_area() for i in page.get_image_info()
+    scanned = (
+        not oversized
+        and native_chars < 300
+        and any(_area(pymupdf.Rect(i["bbox"]) & page.rect) >= 0.8 * page.rect.get_area() for i in page.get_image_info())
     )
-    if options.ocr and (native_chars < options.min_page_chars or scanned):
+    if options.ocr and not oversized and (native_chars < options.min_page_chars or scanned):
         with data.times.stage("page ocr"):
             ocr_segments = _ocr_page(page, options)
         ocr_chars = sum(len(s.text) for s in ocr_segments)
@@ -611,7 +635,7 @@ def _fill_page(page: pymupdf.Page, data: _PageData, options: ParseOptions) -> No
     drawings = page.get_drawings()
     with data.times.stage("tables"):
         tables = _tables(page, drawings, options, text_dict)
-    if _overdue(started, data, options, "figures"):
+    if oversized or _overdue(started, data, options, "figures"):
         segments = [s for s in segments if not any(_center_inside(s.bbox, t.bbox) for t in tables)]
         _caption_tables(tables)
         data.items = reading_order(segments + tables, data.width, data.height)

@@ -21,6 +21,9 @@ from hyperfolio.store.integrity import Finding
 # Ingestion stages recorded per document; a document is searchable once "ready".
 STAGE_PARSED = "parsed"
 STAGE_EMBEDDED = "embedded"
+# The document's hypergraph written, with reconciliation's changes to earlier documents, in one
+# transaction; refinement, graph vectors and the layers still to come (a resumed build goes on from here).
+STAGE_GRAPH_WRITTEN = "graph-written"
 STAGE_GRAPHED = "graphed"  # hypergraph extracted, merged, refined and embedded
 STAGE_READY = "ready"
 
@@ -43,6 +46,12 @@ def scoped_key(item_id: str, doc_id: str) -> str:
 
 def item_of(key: str) -> str:
     return key.split("|", 1)[0]
+
+
+def chunk_doc_page(chunk_id: str) -> tuple[str, int]:
+    """Chunk ids are "<doc_id>:<page>:<order>"."""
+    doc, page, _ = chunk_id.rsplit(":", 2)
+    return doc, int(page)
 
 
 class DocumentStore(Protocol):
@@ -103,6 +112,12 @@ class DocumentStore(Protocol):
     def count_chunks(self, doc_id: str | None = None) -> int: ...
 
     def keyword_search(self, query: str, k: int, doc_ids: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """One transaction around several store calls (each joins it): all of them land, or none."""
+
+    def prune_vectors(self, space: str, doc_id: str, keep: Sequence[str]) -> int:
+        """Delete the document's vectors in `space` whose keys are not in `keep`; how many went."""
 
     def put_vectors(self, space: str, items: Sequence[tuple[str, str]], vectors: np.ndarray) -> None:
         """Store vectors for (item_id, doc_id) pairs in one transaction."""

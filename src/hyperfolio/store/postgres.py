@@ -41,7 +41,7 @@ from hyperfolio.errors import DuplicateDocument, StoreError
 from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge, Page
 from hyperfolio.phrases import normalize_name
-from hyperfolio.store.base import RECONCILE_COUNTS, STAGE_PARSED, STAGE_READY
+from hyperfolio.store.base import RECONCILE_COUNTS, STAGE_PARSED, STAGE_READY, chunk_doc_page
 from hyperfolio.store.common_sql import (
     CLAIM,
     CLAIM_TABLE,
@@ -572,6 +572,12 @@ class PostgresStore:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
                 yield cur
 
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Store calls inside join this transaction (psycopg nests theirs as savepoints)."""
+        with self.transaction():
+            yield
+
     def _query(self, query: Any, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         """Rows of one read; run again on a new connection if the server had dropped this one."""
         with self._lock:
@@ -707,6 +713,12 @@ class PostgresStore:
 
     @staticmethod
     def _drop_graph_of(cur: psycopg.Cursor, doc_id: str) -> None:
+        # Anchors of this document are refined again: edges they spread into other documents lose members.
+        cur.execute(
+            "UPDATE refine_state SET signature = '' WHERE anchor_id IN"
+            " (SELECT item_id FROM provenance WHERE item_kind = 'entity' AND doc_id = %s)",
+            (doc_id,),
+        )
         cur.execute("DELETE FROM provenance WHERE doc_id = %s", (doc_id,))
         for table in ("concept_edges", "concept_evidence", "conflict_log", "reconcile_stats", "model_builds"):
             cur.execute(f"DELETE FROM {table} WHERE doc_id = %s", (doc_id,))
@@ -949,6 +961,14 @@ class PostgresStore:
         rows = self._query("SELECT item_id, doc_id, vec FROM vectors WHERE space = %s ORDER BY seq", (space,))
         return [(item, doc, np.asarray(vec.to_numpy(), dtype=np.float32)) for item, doc, vec in rows]
 
+    def prune_vectors(self, space: str, doc_id: str, keep: Sequence[str]) -> int:
+        with self.transaction() as cur:
+            cur.execute(
+                "DELETE FROM vectors WHERE space = %s AND doc_id = %s AND NOT (item_id = ANY(%s::text[]))",
+                (space, doc_id, list(keep)),
+            )
+            return cur.rowcount
+
     def clear_vectors(self, space: str) -> None:
         with self.transaction() as cur:
             cur.execute("DELETE FROM vectors WHERE space = %s", (space,))
@@ -1103,7 +1123,7 @@ class PostgresStore:
             cur.executemany(
                 "INSERT INTO provenance(item_kind, item_id, chunk_id, doc_id, page) VALUES (%s, %s, %s, %s, %s)"
                 " ON CONFLICT DO NOTHING",
-                [(kind, item, c, *_chunk_doc_page(c)) for kind, item, c in prov],
+                [(kind, item, c, *chunk_doc_page(c)) for kind, item, c in prov],
             )
 
     def delete_hyperedges(self, edge_ids: Sequence[str]) -> None:
@@ -1717,12 +1737,6 @@ def _index_name(space: str) -> str:
     """A space's HNSW index: readable, and unique even for spaces whose names differ only in punctuation."""
     readable = re.sub(r"\W", "_", space.lower())[:32]
     return f"vectors_hnsw_{readable}_{hashlib.sha1(space.encode()).hexdigest()[:8]}"
-
-
-def _chunk_doc_page(chunk_id: str) -> tuple[str, int]:
-    """Chunk ids are "<doc_id>:<page>:<order>"."""
-    doc, page, _ = chunk_id.rsplit(":", 2)
-    return doc, int(page)
 
 
 def _chunk_row(c: Chunk) -> tuple:

@@ -23,7 +23,7 @@ from hyperfolio.errors import DuplicateDocument, StoreError
 from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.model import Chunk, Document, DocumentInfo, Entity, Hyperedge, Page
 from hyperfolio.phrases import normalize_name
-from hyperfolio.store.base import STAGE_PARSED, STAGE_READY
+from hyperfolio.store.base import STAGE_PARSED, STAGE_READY, chunk_doc_page
 from hyperfolio.store.common_sql import (
     CLAIM,
     CLAIM_TABLE,
@@ -227,6 +227,7 @@ class SQLiteStore(ConceptTables):
         except sqlite3.Error as exc:  # pragma: no cover - depends on the file system
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         self._lock = threading.RLock()
+        self._depth = 0  # transactions open on this connection (nested ones join the outermost)
         self._db.execute("PRAGMA foreign_keys=ON")
         version = self._existing_schema_version()
         if version == "1":
@@ -259,8 +260,17 @@ class SQLiteStore(ConceptTables):
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; a transaction begun inside another (same thread) joins it."""
         with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._db
+                finally:
+                    self._depth -= 1
+                return
             self._db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
             try:
                 yield self._db
             except BaseException:
@@ -269,6 +279,13 @@ class SQLiteStore(ConceptTables):
             else:
                 prune_deletions(self._db)
                 self._db.execute("COMMIT")
+            finally:
+                self._depth = 0
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        with self.transaction():
+            yield
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
@@ -406,6 +423,12 @@ class SQLiteStore(ConceptTables):
 
     @staticmethod
     def _drop_graph_of(db: sqlite3.Connection, doc_id: str) -> None:
+        # Anchors of this document are refined again: edges they spread into other documents lose members.
+        db.execute(
+            "UPDATE refine_state SET signature = '' WHERE anchor_id IN"
+            " (SELECT item_id FROM provenance WHERE item_kind = 'entity' AND doc_id = ?)",
+            (doc_id,),
+        )
         db.execute("DELETE FROM provenance WHERE doc_id = ?", (doc_id,))
         for table in ("concept_edges", "concept_evidence", "conflict_log", "reconcile_stats", "model_builds"):
             db.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
@@ -530,6 +553,17 @@ class SQLiteStore(ConceptTables):
     def iter_vectors(self, space: str) -> Iterable[tuple[str, str, np.ndarray]]:
         rows = self._query("SELECT item_id, doc_id, vec FROM vectors WHERE space = ? ORDER BY rowid", (space,))
         return [(item, doc, np.frombuffer(vec, dtype=np.float32)) for item, doc, vec in rows]
+
+    def prune_vectors(self, space: str, doc_id: str, keep: Sequence[str]) -> int:
+        kept = set(keep)
+        with self.transaction() as db:
+            rows = db.execute("SELECT item_id FROM vectors WHERE space = ? AND doc_id = ?", (space, doc_id)).fetchall()
+            gone = [(space, r[0]) for r in rows if r[0] not in kept]
+            db.executemany("DELETE FROM vectors WHERE space = ? AND item_id = ?", gone)
+        if gone:
+            with self._lock:
+                self._dirty = True
+        return len(gone)
 
     def clear_vectors(self, space: str) -> None:
         with self.transaction() as db:
@@ -660,7 +694,7 @@ class SQLiteStore(ConceptTables):
             prov += [("hyperedge", h.edge_id, c) for h, chunks in edges for c in chunks]
             db.executemany(
                 "INSERT OR IGNORE INTO provenance(item_kind, item_id, chunk_id, doc_id, page) VALUES (?, ?, ?, ?, ?)",
-                [(kind, item, c, *_chunk_doc_page(c)) for kind, item, c in prov],
+                [(kind, item, c, *chunk_doc_page(c)) for kind, item, c in prov],
             )
 
     def delete_hyperedges(self, edge_ids: Sequence[str]) -> None:
@@ -945,12 +979,6 @@ class SQLiteStore(ConceptTables):
             "stage_seconds": self.stage_times(),
             "database_bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
-
-
-def _chunk_doc_page(chunk_id: str) -> tuple[str, int]:
-    """Chunk ids are "<doc_id>:<page>:<order>"."""
-    doc, page, _ = chunk_id.rsplit(":", 2)
-    return doc, int(page)
 
 
 def _chunk_row(c: Chunk) -> tuple:
