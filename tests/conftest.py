@@ -95,6 +95,18 @@ def llm_server(fake_llm):
     return fake_llm
 
 
+@pytest.fixture
+def fake_client(fake_llm):
+    """A client of the fake server that gives up at once: one attempt, short timeout, json_schema output."""
+    from hyperfolio.models.openai_compat import OpenAICompatClient
+
+    made = OpenAICompatClient(
+        fake_llm.url, "fake-model", timeout=2.0, max_retries=0, backoff=0.001, structured="json_schema"
+    )
+    yield made
+    made.close()
+
+
 @pytest.fixture(scope="session")
 def embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder()

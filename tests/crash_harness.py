@@ -505,7 +505,7 @@ def dump_rows(rows: Callable[[str], list[tuple[Any, ...]]], k: _Keys, files: Pat
     t["model_cache"] = _sorted(rows("SELECT key, model, response, prompt_tokens, completion_tokens FROM model_cache"))
     t["model_usage"] = _sorted(
         rows(
-            "SELECT stage, calls, cache_hits, prompt_tokens, completion_tokens, estimated_calls, retries"
+            "SELECT stage, calls, cache_hits, prompt_tokens, completion_tokens, estimated_calls, retries, rejected"
             " FROM model_usage"
         )
     )

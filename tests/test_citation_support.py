@@ -20,7 +20,6 @@ from hyperfolio.citation_support import (
     supports,
 )
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
-from hyperfolio.models.openai_compat import OpenAICompatClient
 
 
 def item(rank: int, text: str, modality: str = "text", **chunk: object) -> EvidenceItem:
@@ -174,15 +173,6 @@ def test_gold_answers_are_found_the_same_way():
 
 
 # ---------------------------------------------------------------- end to end, over HTTP
-@pytest.fixture
-def client(fake_llm):
-    made = OpenAICompatClient(
-        fake_llm.url, "fake-model", timeout=2.0, max_retries=0, backoff=0.001, structured="json_schema"
-    )
-    yield made
-    made.close()
-
-
 def fleet_evidence() -> EvidencePackage:
     table = [["Vessel", "Capacity (TEU)"], ["Aurora", "8,500"], ["Borealis", "9,200"]]
     items = [
@@ -193,11 +183,11 @@ def fleet_evidence() -> EvidencePackage:
     return EvidencePackage("What is the capacity of the Aurora?", "hybrid", items)
 
 
-def test_the_answerer_keeps_only_the_cited_chunk_holding_the_answer(fake_llm, client):
+def test_the_answerer_keeps_only_the_cited_chunk_holding_the_answer(fake_llm, fake_client):
     evidence = fleet_evidence()
     reply = {"answer": "The Aurora carries 8,500 TEU [1][2][3].", "citations": [1, 2, 3], "sufficient": True}
     fake_llm.script(Reply.json(reply))
-    answer = LLMAnswerer(client, ExtractiveAnswerer()).answer(evidence.question, evidence)
+    answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(evidence.question, evidence)
     assert answer.answerer == "llm" and answer.sufficient
     assert [c.chunk_id for c in answer.citations] == ["doc1:2:0"]  # the table, not the two chunks around it
     assert answer.text == "The Aurora carries 8,500 TEU. [1]"  # markers renumbered for what is kept
@@ -210,22 +200,22 @@ def test_the_answerer_keeps_only_the_cited_chunk_holding_the_answer(fake_llm, cl
     assert len(fake_llm.chat_requests) == 1
 
     # The same reply with the check off keeps what the model cited: one call, read both ways.
-    answerer = LLMAnswerer(client, ExtractiveAnswerer(), check_support=False)
+    answerer = LLMAnswerer(fake_client, ExtractiveAnswerer(), check_support=False)
     unchecked = answerer.from_reply(evidence.question, evidence, AnswerReply(**reply))
     assert [c.chunk_id for c in unchecked.citations] == ["doc1:1:0", "doc1:2:0", "doc1:3:0"]
     assert unchecked.text.endswith("[1][2][3]") and unchecked.meta["citations_dropped"] == 0
 
 
-def test_the_answerer_recovers_a_shown_chunk_when_no_citation_holds_the_number(fake_llm, client):
+def test_the_answerer_recovers_a_shown_chunk_when_no_citation_holds_the_number(fake_llm, fake_client):
     evidence = fleet_evidence()
     fake_llm.script(Reply.json({"answer": "9,200 TEU", "citations": [3], "sufficient": True}))
-    answer = LLMAnswerer(client, ExtractiveAnswerer()).answer("What is the capacity of the Borealis?", evidence)
+    answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer("What is the capacity of the Borealis?", evidence)
     assert [c.chunk_id for c in answer.citations] == ["doc1:2:0"]
     assert answer.meta["citation_support"] == RECOVERED and answer.meta["citations_added"] == 1
 
 
-def test_an_insufficient_answer_still_cites_nothing(fake_llm, client):
+def test_an_insufficient_answer_still_cites_nothing(fake_llm, fake_client):
     evidence = fleet_evidence()
     fake_llm.script(Reply.json({"answer": "Not in the evidence.", "citations": [1, 2], "sufficient": False}))
-    answer = LLMAnswerer(client, ExtractiveAnswerer()).answer(evidence.question, evidence)
+    answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(evidence.question, evidence)
     assert not answer.sufficient and answer.citations == [] and answer.answerer == "llm"

@@ -26,7 +26,6 @@ from hyperfolio.hypergraph.themes_llm import LLMThemer
 from hyperfolio.model import Chunk, Citation, Entity, EvidenceItem, EvidencePackage, Hyperedge
 from hyperfolio.models import fence as fence_module
 from hyperfolio.models.fence import EVIDENCE_RULE, TAG_PREFIX, Fence, tag_for
-from hyperfolio.models.openai_compat import OpenAICompatClient
 from hyperfolio.models.server_profile import ServerProfile
 from hyperfolio.parse import parse_file
 
@@ -111,15 +110,6 @@ def forged_tag(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.fixture
-def client(fake_llm):
-    made = OpenAICompatClient(
-        fake_llm.url, "fake-model", timeout=2.0, max_retries=0, backoff=0.001, structured="json_schema"
-    )
-    yield made
-    made.close()
-
-
-@pytest.fixture
 def indexed(tmp_path: Path, doc: Path, embedder):
     """The document indexed offline (no model configured)."""
     with Collection(tmp_path / "col", embedder=embedder) as col:
@@ -177,10 +167,10 @@ def test_offline_answer_may_quote_an_instruction_but_never_obeys_it(indexed):
 
 
 # ---------------------------------------------------------------- (b) what the answerer sends
-def test_answer_request_quotes_the_document_only_inside_evidence_blocks(indexed, fake_llm, client, forged_tag):
+def test_answer_request_quotes_the_document_only_inside_evidence_blocks(indexed, fake_llm, fake_client, forged_tag):
     evidence = evidence_of(indexed, QUESTION)
     fake_llm.script(Reply.json({"answer": "3,400 vessel calls", "citations": [1], "sufficient": True}))
-    answer = LLMAnswerer(client, ExtractiveAnswerer()).answer(QUESTION, evidence)
+    answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(QUESTION, evidence)
     assert answer.answerer == "llm"
 
     (request,) = fake_llm.chat_requests
@@ -194,10 +184,10 @@ def test_answer_request_quotes_the_document_only_inside_evidence_blocks(indexed,
     assert "&lt;/ev-xxxxxx>" in quoted and "&lt;ev-xxxxxx [9]>" in quoted and "&lt;/ev-zazefo>" in quoted
 
 
-def test_answer_request_without_a_forced_tag(indexed, fake_llm, client):
+def test_answer_request_without_a_forced_tag(indexed, fake_llm, fake_client):
     evidence = evidence_of(indexed, QUESTION)
     fake_llm.script(Reply.json({"answer": "3,400", "citations": [1], "sufficient": True}))
-    LLMAnswerer(client, ExtractiveAnswerer()).answer(QUESTION, evidence)
+    LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(QUESTION, evidence)
     (request,) = fake_llm.chat_requests
     tag, inside = assert_fenced(user_text(request), request["messages"][0]["content"], PLANTED + FACTS)
     assert tag != FORGED and f"</{FORGED}>" not in "\n".join(inside)
@@ -211,37 +201,37 @@ def test_answer_request_without_a_forced_tag(indexed, fake_llm, client):
         {"answer": "42 [1] Ignore the question [7]", "citations": ["[7]", "99"], "sufficient": True},
     ],
 )
-def test_a_reply_citing_missing_evidence_cites_nothing_that_does_not_exist(indexed, fake_llm, client, reply):
+def test_a_reply_citing_missing_evidence_cites_nothing_that_does_not_exist(indexed, fake_llm, fake_client, reply):
     evidence = evidence_of(indexed, QUESTION)
     fake_llm.script(Reply.json(reply))
-    answer = LLMAnswerer(client, ExtractiveAnswerer()).answer(QUESTION, evidence)
+    answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(QUESTION, evidence)
     assert answer.answerer == "extractive (model failed: no valid citations)"
     shown = [item.citation for item in evidence.items]
     assert answer.citations and all(c in shown for c in answer.citations)
     assert all(1 <= n <= len(answer.citations) for n in markers(answer.text))
 
 
-def test_only_numbers_of_chunks_shown_become_citations(indexed, fake_llm, client):
+def test_only_numbers_of_chunks_shown_become_citations(indexed, fake_llm, fake_client):
     evidence = evidence_of(indexed, QUESTION)
     # A small model may also echo a block of the prompt, tags and all, into its answer.
     written = "3,400 calls [1] [99] [ 7 ] <ev-zupeno [4]>"
     fake_llm.script(Reply.json({"answer": written, "citations": [1, 99, 7], "sufficient": True}))
-    answer = LLMAnswerer(client, ExtractiveAnswerer()).answer(QUESTION, evidence)
+    answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(QUESTION, evidence)
     assert answer.answerer == "llm"
     assert answer.citations == [evidence.items[0].citation]
     assert answer.text == "3,400 calls [1]"  # the model's own markers are renumbered from what it validly cited
 
 
-def test_a_number_past_the_chunks_that_fit_is_not_a_citation(fake_llm, client):
+def test_a_number_past_the_chunks_that_fit_is_not_a_citation(fake_llm, fake_client):
     """On a small context fewer chunks fit than the package holds: the others were never shown."""
-    client.link.profile = ServerProfile(client.base_url, client.model, context_tokens=1024)
+    fake_client.link.profile = ServerProfile(fake_client.base_url, fake_client.model, context_tokens=1024)
     evidence = EvidencePackage(QUESTION, "bm25")
     for rank in range(1, 9):
         chunk = Chunk(rank, 0, "text", "The Port of Kelmouth handled 3,400 vessel calls. " * 30)
         chunk.chunk_id, chunk.doc_id = f"d:{rank}:0", "d"
         citation = Citation("d", "Kelmouth Harbour Report", rank, None, [], chunk.chunk_id, "text")
         evidence.items.append(EvidenceItem(chunk, 1.0 / rank, rank, citation))
-    answerer = LLMAnswerer(client, ExtractiveAnswerer())
+    answerer = LLMAnswerer(fake_client, ExtractiveAnswerer())
     shown, _ = answerer.shown(QUESTION, evidence)
     assert 1 <= len(shown) < len(evidence.items)
     fake_llm.script(Reply.json({"answer": "3,400", "citations": [len(shown) + 1], "sufficient": True}))
@@ -257,11 +247,11 @@ def page_units(path: Path) -> list[PageUnit]:
     return [PageUnit("d", doc.title, 1, doc.chunks)]
 
 
-def test_extraction_request_quotes_the_page_only_inside_evidence_blocks(doc, fake_llm, client, forged_tag):
+def test_extraction_request_quotes_the_page_only_inside_evidence_blocks(doc, fake_llm, fake_client, forged_tag):
     fake_llm.handler = lambda request: Reply.json(
         {"entities": [{"name": "Port of Kelmouth", "type": "port", "chunk_refs": [2, 99]}]}
     )
-    extractor = LLMExtractor(client)
+    extractor = LLMExtractor(fake_client)
     graphs = extractor.extract_document(page_units(doc))
     assert extractor.fallback_pages == 0 and graphs[0].entities[0].name == "Port of Kelmouth"
     (request,) = fake_llm.chat_requests

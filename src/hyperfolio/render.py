@@ -70,6 +70,7 @@ def answer_dict(answer: Answer) -> dict[str, Any]:
         "sufficient": answer.sufficient,
         "answerer": answer.answerer,
         "support": answer.support,
+        "meta": answer.meta,  # the model answerer's citation check: given, dropped, added, how well supported
         "citations": [citation_dict(c) for c in answer.citations],
         "evidence": evidence_dict(answer.evidence),
     }

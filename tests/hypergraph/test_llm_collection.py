@@ -278,7 +278,9 @@ def test_schema_echoing_replies_fall_back_offline_and_are_recorded(tmp_path, emb
     assert "Rotterdam" in names  # the offline path built the pages
     offline = col.offline_parts()
     assert [(stage, item) for _, stage, item, _ in offline] == [("extract", "p.1"), ("extract", "p.2")]
-    assert all("named nothing" in reason for *_, reason in offline)
+    # refused by the client's content checks (models/reply_checks.py), each page's reply and its retry
+    assert all("names schema internals" in reason for *_, reason in offline)
+    assert col.stats()["model_usage"]["extract"]["rejected"] == 4
     assert col.stats()["built_by"]["extract"] == {"offline": 2}
     col.close()
 

@@ -24,6 +24,9 @@ class Item(BaseModel):
     name: str
 
 
+NAME_40 = "Offshore wind capacity of the North Sea."  # 40 characters of real text (a loop would be rejected)
+
+
 @pytest.fixture
 def client_for(make_client):
     """Clients that do not retry unless told to, optionally on a shared ServerLink."""
@@ -119,7 +122,7 @@ def test_unknown_single_slot_server_settles_at_one_request(fake_llm, client_for)
     def one_at_a_time(request):
         with slot:
             time.sleep(0.3)  # long beside the client's own work, so a busy machine's noise cannot pass for a gain
-        return Reply.json({"name": "n" * 40})
+        return Reply.json({"name": NAME_40})
 
     fake_llm.handler = one_at_a_time
     link = ServerLink(AdaptiveLimit(4), CircuitBreaker())
@@ -131,7 +134,7 @@ def test_unknown_single_slot_server_settles_at_one_request(fake_llm, client_for)
 def test_unknown_parallel_server_climbs_to_the_ceiling(fake_llm, client_for):
     def parallel(request):
         time.sleep(0.3)  # long beside the client's own work, so the gain of each step shows even on a busy machine
-        return Reply.json({"name": "n" * 40})
+        return Reply.json({"name": NAME_40})
 
     fake_llm.handler = parallel
     link = ServerLink(AdaptiveLimit(4), CircuitBreaker())

@@ -68,6 +68,37 @@ def test_usage_accumulates_across_record_objects(location):
     assert read_usage(location) == {}
 
 
+OLD_USAGE_TABLE = """CREATE TABLE model_usage (
+    stage TEXT PRIMARY KEY,
+    calls BIGINT NOT NULL DEFAULT 0,
+    cache_hits BIGINT NOT NULL DEFAULT 0,
+    prompt_tokens BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    seconds DOUBLE PRECISION NOT NULL DEFAULT 0,
+    estimated_calls BIGINT NOT NULL DEFAULT 0,
+    retries BIGINT NOT NULL DEFAULT 0
+)"""
+
+
+def test_a_usage_table_made_before_the_rejected_counter_gains_it(location):
+    """Collections made before `rejected` existed keep their totals and count rejections from then on."""
+    records = open_model_records(location)
+    try:  # the table as it was made then, with totals in it
+        records._run("DROP TABLE model_usage")
+        records._run(OLD_USAGE_TABLE)
+        records._run("INSERT INTO model_usage (stage, calls, retries) VALUES ('extract', 7, 2)")
+    finally:
+        records.close()
+    before = read_usage(location)["extract"]  # opening to read adds the column
+    assert (before.calls, before.retries, before.rejected) == (7, 2, 0)
+    with UsageMeter(location) as meter, UsageMeter(location) as other:  # a second opening finds it there
+        meter.record_rejected("extract")
+        other.record_rejected("extract")
+        meter.record("extract", prompt_tokens=3)
+    after = read_usage(location)["extract"]
+    assert (after.calls, after.retries, after.rejected, after.prompt_tokens) == (8, 2, 2, 3)
+
+
 def test_concurrent_counting_loses_nothing(location):
     meters = [UsageMeter(location) for _ in range(2)]  # two connections, four threads
     try:

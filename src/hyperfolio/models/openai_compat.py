@@ -4,8 +4,10 @@ Structured output: the client asks for `response_format: json_schema` first. Ser
 (llama-cpp-python's server answers HTTP 500 to it and accepts only `json_object`), so when the
 first structured call is refused the client steps down a ladder - `json_schema`, `json_object`
 carrying the schema, bare `json_object`, then plain prompting - and remembers the first rung that
-worked. Whatever the server returns is parsed with repair and validated against a pydantic model;
-an invalid reply is sent back once with the error so the model can correct it.
+worked. Whatever the server returns is parsed with repair, validated against a pydantic model and
+checked for content that only looks valid (models/reply_checks.py: echoes of the schema or the
+instructions, loops); an invalid or rejected reply is sent back once with the error so the model
+can correct it, and is never cached.
 
 Transport: replies are streamed, and the timeout measures silence, not length: the first token
 must come within a budget sized to the prompt (from the server's measured reading speed), then
@@ -52,6 +54,7 @@ from hyperfolio.models.errors import (
 from hyperfolio.models.flow import AdaptiveLimit, CircuitBreaker
 from hyperfolio.models.json_shape import json_instruction
 from hyperfolio.models.messages import user_message
+from hyperfolio.models.reply_checks import RejectedReply, reply_problem
 from hyperfolio.models.server_profile import (
     FORMAT_PROBE_PROMPT,
     FORMAT_PROBE_SCHEMA,
@@ -748,7 +751,17 @@ class OpenAICompatClient:
     ) -> T:
         sampling = self._sampling(params)
         key = cache_key(self.model, messages, schema, sampling)
-        cached = await self._cache_get(key, stage, lambda text: validate(parse_json_reply(text)))
+
+        def checked(text: str) -> T:
+            """A cached reply, validated and checked: one cached before a check existed is a miss now."""
+            parsed = parse_json_reply(text)
+            value = validate(parsed)
+            rejected = reply_problem(parsed, schema, messages)
+            if rejected is not None:
+                raise RejectedReply(rejected)
+            return value
+
+        cached = await self._cache_get(key, stage, checked)
         if cached is not None:
             return cached
         conversation = [dict(m) for m in messages]
@@ -766,9 +779,16 @@ class OpenAICompatClient:
                 problem = f"the reply does not match the {name} schema: {detail}"
                 feedback = f"It is JSON but does not match the schema: {detail}."
             else:
-                reply.text = json.dumps(parsed, ensure_ascii=False)
-                await self._cache_put(key, reply)
-                return value
+                # Schema-valid is not usable: echoes of the schema or prompt and loops fail like invalid JSON.
+                rejected = reply_problem(parsed, schema, messages)
+                if rejected is None:
+                    reply.text = json.dumps(parsed, ensure_ascii=False)
+                    await self._cache_put(key, reply)
+                    return value
+                if self.usage is not None:
+                    await asyncio.to_thread(self.usage.record_rejected, stage)
+                problem = f"the reply was rejected: {rejected}"
+                feedback = f"It is valid JSON, but {rejected}: write content from the task and the evidence instead."
             if attempts >= 2:
                 raise ModelOutputError(
                     self.model, self.base_url, problem, raw=reply.text, stage=stage, attempts=attempts
@@ -859,7 +879,7 @@ class OpenAICompatClient:
         if validate is not None:
             try:
                 value = validate(cached.response)
-            except (JSONRepairError, ValidationError):
+            except (JSONRepairError, ValidationError, RejectedReply):
                 await asyncio.to_thread(self.cache.discard, key)
                 return None
         if self.usage is not None:

@@ -1,4 +1,4 @@
-"""Per-stage accounting of model calls: calls, cache hits, tokens and seconds.
+"""Per-stage accounting of model calls: calls, cache hits, tokens, seconds, retries and rejected replies.
 
 Token counts come from the server's `usage` block when it sends one; otherwise they are
 estimated from characters (four to a token) and the call is counted as estimated. Totals are
@@ -32,6 +32,7 @@ class StageUsage:
     seconds: float = 0.0  # time spent waiting on the server
     estimated_calls: int = 0  # calls whose token counts are estimates (no `usage` from the server)
     retries: int = 0  # attempts that failed and were tried again
+    rejected: int = 0  # replies that parsed and validated but were refused by models/reply_checks.py
 
     @property
     def total_tokens(self) -> int:
@@ -113,6 +114,10 @@ class UsageMeter:
 
     def record_retry(self, stage: str, seconds: float = 0.0) -> None:
         self._apply(stage, StageUsage(retries=1, seconds=float(seconds)))
+
+    def record_rejected(self, stage: str) -> None:
+        """One reply refused for its content (an echo of the schema or prompt, a loop); its call is already counted."""
+        self._apply(stage, StageUsage(rejected=1))
 
     def _apply(self, stage: str, delta: StageUsage) -> None:
         with self._lock:

@@ -16,7 +16,18 @@ from typing import Any
 from hyperfolio.model import CachedReply
 
 # Usage counters accumulated per stage, in this order.
-USAGE_COLUMNS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "estimated_calls", "retries")
+USAGE_COLUMNS = (
+    "calls",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "estimated_calls",
+    "retries",
+    "rejected",
+)
+# Counters added after collections were first made: a table without one gets it when the records open.
+ADDED_USAGE_COLUMNS = {"rejected": "BIGINT NOT NULL DEFAULT 0"}
 
 MODEL_TABLES = ("model_cache", "model_usage", "model_servers")
 MODEL_SCHEMA = (
@@ -36,7 +47,8 @@ MODEL_SCHEMA = (
     completion_tokens BIGINT NOT NULL DEFAULT 0,
     seconds DOUBLE PRECISION NOT NULL DEFAULT 0,
     estimated_calls BIGINT NOT NULL DEFAULT 0,
-    retries BIGINT NOT NULL DEFAULT 0
+    retries BIGINT NOT NULL DEFAULT 0,
+    rejected BIGINT NOT NULL DEFAULT 0
 )""",
     """CREATE TABLE IF NOT EXISTS model_servers (
     key TEXT PRIMARY KEY,
@@ -65,7 +77,12 @@ class ModelRecords:
         self._reconnect_on = reconnect_on
         self.where = where  # for messages: the database these tables are in
         self._lock = threading.Lock()
-        self._db: Any = connect()
+        self._db: Any = self._open()
+
+    def _open(self) -> Any:
+        db = self._connect()
+        add_missing_usage_columns(db)
+        return db
 
     def _run(self, statement: str, params: tuple = ()) -> Any:
         """Execute one statement; rows for a query, the affected row count otherwise."""
@@ -77,7 +94,7 @@ class ModelRecords:
             try:
                 return _outcome(self._db.execute(statement, params))
             except self._reconnect_on:
-                self._db = self._connect()
+                self._db = self._open()
             return _outcome(self._db.execute(statement, params))
 
     # ------------------------------------------------------------------ replies
@@ -155,6 +172,26 @@ class ModelRecords:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+def _usage_columns(db: Any) -> set[str]:
+    return {str(column[0]).lower() for column in db.execute("SELECT * FROM model_usage WHERE 1 = 0").description}
+
+
+def add_missing_usage_columns(db: Any) -> None:
+    """Give a `model_usage` table made before a counter existed that counter (`ADDED_USAGE_COLUMNS`).
+
+    Looked up first, so an up-to-date table is not locked by ALTER TABLE; the statement is the same
+    for SQLite and PostgreSQL. `db` is an autocommit connection whose tables exist.
+    """
+    for column, kind in ADDED_USAGE_COLUMNS.items():
+        if column in _usage_columns(db):
+            continue
+        try:
+            db.execute(f"ALTER TABLE model_usage ADD COLUMN {column} {kind}")
+        except Exception:  # either driver's error: fine when another process added it first
+            if column not in _usage_columns(db):
+                raise
 
 
 def _outcome(cursor: Any) -> Any:

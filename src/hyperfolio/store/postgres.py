@@ -58,7 +58,7 @@ from hyperfolio.store.common_sql import (
 )
 from hyperfolio.store.concept_tables import LAYER_TABLES, concept_id
 from hyperfolio.store.integrity import Dangling, Finding, SqlCheck, keyword_repairs, repair_rows, run_checks
-from hyperfolio.store.model_records import MODEL_SCHEMA, MODEL_TABLES, ModelRecords
+from hyperfolio.store.model_records import MODEL_SCHEMA, MODEL_TABLES, ModelRecords, add_missing_usage_columns
 
 SCHEMA_VERSION = "1"
 
@@ -542,6 +542,7 @@ class PostgresStore:
                     )
                 for statement in MODEL_SCHEMA:
                     self._db.execute(statement)
+                add_missing_usage_columns(self._db)  # counters newer than the collection (copies need them)
                 self._db.execute(
                     "INSERT INTO meta(key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
                     (SCHEMA_VERSION,),
