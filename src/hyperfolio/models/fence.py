@@ -85,5 +85,23 @@ def without_tags(text: str) -> str:
     return _TAG.sub(" ", text)
 
 
+# A block as `Fence.quote` writes it: `<ev-ID label>` ... `</ev-ID>`, the ID in lower-case syllables
+# (`tag_for`), so the rule's own "<ev-ID ...>" and the defused copies in documents do not match.
+_BLOCK = re.compile(r"<(" + re.escape(TAG_PREFIX) + r"[a-z]+)(?:[ \t][^<>\n]*)?>(.*?)</\1>", re.S)
+_OPENER = re.compile(r"<" + re.escape(TAG_PREFIX) + r"[a-z]+[ \t>]")
+
+
+def split_evidence(text: str) -> tuple[str, list[str]]:
+    """(the prompt text outside evidence blocks, the blocks' texts); a block cut off before its closer
+    holds the rest of the text."""
+    data = [m.group(2) for m in _BLOCK.finditer(text)]
+    rest = _BLOCK.sub("\n\n", text)
+    opened = _OPENER.search(rest)
+    if opened is not None:
+        data.append(rest[opened.start() :])
+        rest = rest[: opened.start()]
+    return rest, data
+
+
 SIZING = Fence(TAG_PREFIX + "000000")  # same length as any real tag: for planning sizes before the tag is known
 BLOCK_CHARS = len(SIZING.quote("", "[10]"))  # the characters one block adds around its text

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyperfolio.lexicon import STOPWORDS
-from hyperfolio.models.fence import TAG_PREFIX
+from hyperfolio.models.fence import split_evidence
 from hyperfolio.models.json_shape import json_instruction
 
 # A run of this many words in the instructions' own order is a copy, not a coincidence. Shorter runs are
@@ -58,10 +58,6 @@ _INTERNALS = re.compile(r"\$(?:defs|ref|schema)\b|#/(?:\$defs|definitions|proper
 # Model class names ("EntityReply") and snake_case field names ("chunk_refs") from the schema, when a
 # whole value is one of them; single ordinary words ("Summary", "name") are left to the other rules.
 _IDENTIFIER = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
-# An evidence block as `Fence.quote` writes it: `<ev-ID label>` ... `</ev-ID>`, the ID in lower-case
-# syllables (`tag_for`), so the rule's own "<ev-ID ...>" and the defused copies in documents do not match.
-_BLOCK = re.compile(r"<(" + re.escape(TAG_PREFIX) + r"[a-z]+)(?:[ \t][^<>\n]*)?>(.*?)</\1>", re.S)
-_OPENER = re.compile(r"<" + re.escape(TAG_PREFIX) + r"[a-z]+[ \t>]")
 # The user's question: prompts put it in a paragraph of its own starting "Question:" (answer, keywords,
 # judge, locate). It is data like the evidence: keywords and answers may quote it.
 _QUESTION = re.compile(r"^[ \t]*question[ \t]*:.*?(?=\n[ \t]*\n|\Z)", re.I | re.S | re.M)
@@ -115,12 +111,7 @@ def _message_texts(message: Mapping[str, Any]) -> list[str]:
 
 def _split_data(text: str) -> tuple[str, list[str]]:
     """(instructions, data) of one user text: evidence blocks and the question are data."""
-    data = [m.group(2) for m in _BLOCK.finditer(text)]
-    rest = _BLOCK.sub("\n\n", text)
-    opened = _OPENER.search(rest)  # a block cut off before its closer: the rest is data too
-    if opened is not None:
-        data.append(rest[opened.start() :])
-        rest = rest[: opened.start()]
+    rest, data = split_evidence(text)
     data += _QUESTION.findall(rest)
     return _QUESTION.sub("\n\n", rest), data
 
