@@ -429,6 +429,12 @@ def _print_answer(answer: dict[str, Any]) -> None:
         section = " > ".join(citation["section_path"])
         console.print(f"  [{number}] {citation['label']}" + (f" — {section}" if section else ""))
     console.print(f"[dim]{answered_by(answer.get('answerer') or 'extractive')}[/dim]", soft_wrap=True, highlight=False)
+    if (answer.get("meta") or {}).get("citation_support") == "unsupported":
+        errors.print(
+            "[yellow]no cited evidence holds this answer's numbers or names: the model may have made it up; "
+            "check the citations (or ask again with --evidence)[/yellow]",
+            soft_wrap=True,
+        )
 
 
 def answered_by(answerer: str) -> str:

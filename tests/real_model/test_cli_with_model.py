@@ -48,6 +48,9 @@ def cli_collection(tmp_path_factory: pytest.TempPathFactory, model_env: dict[str
     result = hyperfolio(["add", str(small_pdf), "-c", str(directory)], model_env)
     assert result.returncode == 0, shown(result)
     assert "1 file: 1 added, 0 failed" in result.stdout, shown(result)
+    assert re.search(rf"^  {re.escape(small_pdf.name)}: model built \d+ of \d+ extract", result.stdout, re.M), shown(
+        result
+    )
     return directory
 
 
@@ -79,6 +82,10 @@ def test_cli_ask_prints_a_cited_answer(cli_collection: Path, model_env: dict[str
     # Citation lines read "  [1] <title> p.<page> ...".
     cited = [int(p) for p in re.findall(rf"^\s+\[\d+\] {re.escape(title)} p\.(\d+)\b", result.stdout, re.M)]
     assert cited and all(1 <= page <= pages for page in cited), shown(result)
+    # Who answered is said: the model, or the extractive answerer with the model's failure.
+    assert re.search(
+        r"^answered (by the language model|extractively, because the model failed)", result.stdout, re.M
+    ), shown(result)
     after = read_usage(cli_collection).get("answer")
     asked = after.calls - (before.calls if before else 0) if after else 0
     assert asked >= 1, f"the answer model was not asked: {after}"
