@@ -314,16 +314,6 @@ def add(
         raise typer.Exit(MODEL_BUILT_NOTHING)
 
 
-def _built_line(result: AddResult) -> str:
-    """ "model built 3 of 4 extract parts (1 fell back offline), 9 of 9 themes; 14 model calls"."""
-    parts = []
-    for stage, by in sorted(result.built.items()):
-        model, offline = by.get("model", 0), by.get("offline", 0)
-        part = f"{model} of {model + offline} {stage}"
-        parts.append(part + (f" ({offline} fell back offline)" if offline else ""))
-    return "model built " + ", ".join(parts) + f"; {counted(result.model_calls, 'model call')}"
-
-
 def _interrupt_in(exc: BaseException | None) -> BaseException | None:
     """The Ctrl-C or SIGTERM behind an exception: itself, or the cause of an error it became (a signal
     arriving while a native library loads turns into that library's ImportError)."""
@@ -359,7 +349,7 @@ def _say_added(report: AddReport, where: Path) -> None:
         )
     for result in report.results:
         if result.built:
-            console.print(f"  {Path(result.path).name}: {_built_line(result)}", soft_wrap=True, highlight=False)
+            console.print(f"  {Path(result.path).name}: {result.model_summary()}", soft_wrap=True, highlight=False)
     if report.model_built_nothing:
         errors.print(
             "[red]the configured model built nothing:[/red] every part fell back to the offline path "

@@ -101,6 +101,19 @@ class AddResult:
         """A model was asked to build parts of this file and every one fell back offline."""
         return bool(self.built) and all(not by.get(MODEL) for by in self.built.values())
 
+    def model_summary(self) -> str:
+        """ "model built 3 of 4 extract (1 fell back offline), 9 of 9 themes; 14 model calls" ("" offline)."""
+        if not self.built:
+            return ""
+        parts = []
+        for stage, by in sorted(self.built.items()):
+            model, offline = by.get(MODEL, 0), by.get(OFFLINE, 0)
+            parts.append(
+                f"{model} of {model + offline} {stage}" + (f" ({offline} fell back offline)" if offline else "")
+            )
+        calls = f"{self.model_calls} model call" + ("" if self.model_calls == 1 else "s")
+        return "model built " + ", ".join(parts) + f"; {calls}"
+
 
 @dataclass
 class AddReport:

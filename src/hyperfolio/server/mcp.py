@@ -344,7 +344,8 @@ def _add_line(r: AddResult) -> str:
     if not r.ok:
         return f"{name}: failed - {_one_line(_reason(r.reason))}"
     extra = f" ({r.reason})" if r.reason else ""
-    return f"{name}: {r.status} as {r.doc_id} '{r.title}', {r.pages} pages, {r.chunks} chunks{extra}"
+    built = f"; {r.model_summary()}" if r.built else ""
+    return f"{name}: {r.status} as {r.doc_id} '{r.title}', {r.pages} pages, {r.chunks} chunks{extra}{built}"
 
 
 def _cite(number: int, c: dict[str, Any]) -> str:
