@@ -161,3 +161,17 @@ def test_mounted_in_the_service_at_mcp(tmp_path, serve_app):
         hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         refused = httpx.post(f"{base}/mcp/", json=hello, headers={"Host": "evil.example"})
         assert refused.status_code == 421
+
+
+def test_add_line_says_what_the_model_built_and_what_fell_back():
+    from hyperfolio.collection import AddResult
+    from hyperfolio.server.mcp import _add_line
+
+    built = {"extract": {"model": 3, "offline": 1}, "themes": {"model": 9, "offline": 0}}
+    result = AddResult("/x/report.pdf", "added", "d1", "Report", 4, 9, built=built, model_calls=14)
+    assert _add_line(result) == (
+        "report.pdf: added as d1 'Report', 4 pages, 9 chunks; "
+        "model built 3 of 4 extract (1 fell back offline), 9 of 9 themes; 14 model calls"
+    )
+    offline = AddResult("/x/report.pdf", "added", "d1", "Report", 4, 9)
+    assert _add_line(offline) == "report.pdf: added as d1 'Report', 4 pages, 9 chunks"
