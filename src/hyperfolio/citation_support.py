@@ -35,7 +35,7 @@ GOLD_WORD_SHARE_MIN = 0.8
 SUPPORTED = "supported"  # every kept citation holds the answer
 PARTIAL = "partial"  # no cited chunk holds all of it: those holding most of it were kept
 RECOVERED = "recovered"  # no cited chunk holds any of its numbers; a shown chunk holding all of them is cited
-UNSUPPORTED = "unsupported"  # no cited chunk holds any part of it: one kept (the best-overlapping, or the first)
+UNSUPPORTED = "unsupported"  # no cited chunk holds any of its numbers (or any of it): all kept, marked
 UNCHECKED = "unchecked"  # nothing in the answer (or its question) to look for: the citations as given
 OFF = "off"  # the check was switched off
 
@@ -225,10 +225,12 @@ def check_citations(
       better than citations sharing nothing with the answer; small models often misnumber their
       citations. It is the only citation added, it must support the answer fully, and words alone
       never recover one: shared words say too little about where an answer came from;
-    - else the cited chunks overlapping the answer most (see `_cover`) are kept: PARTIAL, or
-      UNSUPPORTED when they share words but none of the answer's numbers;
-    - else the model's first citation is kept and marked UNSUPPORTED rather than left out: the
-      answer stays traceable to what the model said it used, and the mark lets a caller warn.
+    - else, when the cited chunks share part of the answer (its words and, if it has numbers, some
+      of them), those overlapping it most (see `_cover`) are kept: PARTIAL;
+    - else nothing tells the citations apart: all are kept as the model gave them, marked
+      UNSUPPORTED so that a caller warns. Keeping one would lose the chunk a wrong answer was read
+      from as often as not (SmolLM2-135M on MMLongBench-Doc dev: answers citing the gold chunk fell
+      from 43 % to 29 % when only the first was kept).
     An answer with nothing to look for ("Yes") is checked against its question's words, which it
     affirms or denies; with none either, the citations are kept as given (UNCHECKED).
     """
@@ -250,9 +252,8 @@ def check_citations(
         for item in shown:
             if item.citation not in citations and support(claim, evidence_text(item.chunk)).supported:
                 return CitationCheck([item], RECOVERED, len(cited), added=1)
-    if any(s.shares for s in found):
+    # Sharing words but none of the answer's numbers is overlap, not support of any part.
+    if any(s.shares for s in found) and (not claim.numbers or any(s.numbers for s in found)):
         kept = [cited[i] for i in _cover(claim, found)]
-        # Sharing words but none of the answer's numbers is overlap, not support of any part.
-        partial = not claim.numbers or any(s.numbers for s in found)
-        return CitationCheck(kept, PARTIAL if partial else UNSUPPORTED, len(cited) - len(kept))
-    return CitationCheck(cited[:1], UNSUPPORTED, len(cited) - 1)
+        return CitationCheck(kept, PARTIAL, len(cited) - len(kept))
+    return CitationCheck(cited, UNSUPPORTED, 0)
