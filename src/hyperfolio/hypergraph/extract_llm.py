@@ -362,7 +362,7 @@ class LLMExtractor:
         graph = PageGraph(unit.doc_id, unit.page)
         ids = [c.chunk_id for c in chunks]
         page = PageText("\n".join(self._visible_text(c) for c in chunks))
-        chunk_texts = {c.chunk_id: PageText(self._visible_text(c)) for c in chunks}
+        chunk_texts: dict[str, PageText] = {}  # read when a member missing from the entity list needs them
 
         def chunk_ids(refs: list[int]) -> list[str]:
             return list(dict.fromkeys(ids[r - 1] for r in refs if 1 <= r <= len(ids)))
@@ -402,6 +402,8 @@ class LLMExtractor:
             if found is None and page.supports(name):
                 # Stated on the page (as "1,850" for "1,850 MW") but missing from the entity list: add it
                 # rather than lose the edge.
+                if not chunk_texts:
+                    chunk_texts.update((c.chunk_id, PageText(self._visible_text(c))) for c in chunks)
                 cited = [c for c, text in chunk_texts.items() if text.supports(name)] or list(ids)
                 found = ExtractedEntity(name, "concept", "text", "", [], cited, 0.5)
                 by_key[key] = found

@@ -95,8 +95,10 @@ class OfflineExtractor:
     def table_graphs(self, units: list[PageUnit]) -> list[PageGraph]:
         """Only what the pages' tables state: the table, its headers, row keys, cells and one fact per
         cell, none cut by the per-page entity cap. Deterministic, so a model-built page keeps every
-        table fact whatever the model wrote (or misspelt) about it."""
-        stats = self._stats(units)
+        table fact whatever the model wrote (or misspelt) about it. Tables use no phrase statistics:
+        only the concept namer is built, not the document-wide phrase counts."""
+        namer = ConceptNamer([self._chunk_text(c) for u in units for c in u.chunks])
+        stats = _Stats(Counter(), Counter(), set(), namer)
         return [self._page(unit, stats, tables_only=True) for unit in units]
 
     # ------------------------------------------------------------------ one page

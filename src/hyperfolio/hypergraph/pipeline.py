@@ -230,10 +230,9 @@ def _write_document_graph(
     earlier = sorted(set(store.concepts_of(sorted(report.reconcile.touched)).values()))
     with times.stage("graph writes"), store.atomic():
         if options.reconcile:
-            apply_reconcile(store, doc_id, report.reconcile)
-        if report.extraction:
-            counts = report.reconcile.counts() if options.reconcile else {}
-            store.save_reconcile_counts(doc_id, {**counts, **report.extraction})
+            apply_reconcile(store, doc_id, report.reconcile, report.extraction)
+        elif report.extraction:
+            store.save_reconcile_counts(doc_id, report.extraction)
         store.write_graph(entities, edges, options.max_description_chars)
         if options.concepts and earlier:
             store.rebuild_concepts(earlier)

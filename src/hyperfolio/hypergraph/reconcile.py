@@ -14,7 +14,7 @@ language-model ones, which share these types.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -454,9 +454,12 @@ def reconcile(
     return report
 
 
-def apply_reconcile(store: Store, doc_id: str, report: ReconcileReport) -> None:
+def apply_reconcile(
+    store: Store, doc_id: str, report: ReconcileReport, extra_counts: Mapping[str, int] | None = None
+) -> None:
     """Write what reconciliation decided: relabelled and dropped earlier facts, forgotten evidence,
-    the decision log and counts; in one transaction (or the caller's)."""
+    the decision log and counts (with `extra_counts` of the document's build beside them); in one
+    transaction (or the caller's)."""
     with store.atomic():
         for edge_id, relation in report.relabels.items():
             store.relabel_fact(edge_id, relation)
@@ -465,7 +468,7 @@ def apply_reconcile(store: Store, doc_id: str, report: ReconcileReport) -> None:
         if report.unlinks:
             store.remove_evidence_links(report.unlinks)
         store.log_decisions(report.decisions)
-        store.save_reconcile_counts(doc_id, report.counts())
+        store.save_reconcile_counts(doc_id, {**report.counts(), **(extra_counts or {})})
 
 
 def store_fact_ids(store: HypergraphStore, facts: Sequence[Fact]) -> list[str]:

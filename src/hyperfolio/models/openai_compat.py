@@ -752,16 +752,16 @@ class OpenAICompatClient:
         sampling = self._sampling(params)
         key = cache_key(self.model, messages, schema, sampling)
 
-        def checked(text: str) -> T:
-            """A cached reply, validated and checked: one cached before a check existed is a miss now."""
-            parsed = parse_json_reply(text)
+        def accepted(parsed: Any) -> T:
+            """The reply validated, then checked: schema-valid is not usable when it echoes the schema
+            or the prompt or loops (RejectedReply); a cached one that fails now is a miss."""
             value = validate(parsed)
             rejected = reply_problem(parsed, schema, messages)
             if rejected is not None:
                 raise RejectedReply(rejected)
             return value
 
-        cached = await self._cache_get(key, stage, checked)
+        cached = await self._cache_get(key, stage, lambda text: accepted(parse_json_reply(text)))
         if cached is not None:
             return cached
         conversation = [dict(m) for m in messages]
@@ -771,24 +771,22 @@ class OpenAICompatClient:
             reply = await self._send_structured(conversation, schema, stage, sampling, name, on_text)
             try:
                 parsed = parse_json_reply(reply.text)
-                value = validate(parsed)
+                value = accepted(parsed)
             except JSONRepairError as exc:
                 problem, feedback = f"invalid JSON after repair: {exc}", f"It could not be parsed as JSON: {exc}."
             except ValidationError as exc:
                 detail = _describe_validation(exc)
                 problem = f"the reply does not match the {name} schema: {detail}"
                 feedback = f"It is JSON but does not match the schema: {detail}."
-            else:
-                # Schema-valid is not usable: echoes of the schema or prompt and loops fail like invalid JSON.
-                rejected = reply_problem(parsed, schema, messages)
-                if rejected is None:
-                    reply.text = json.dumps(parsed, ensure_ascii=False)
-                    await self._cache_put(key, reply)
-                    return value
+            except RejectedReply as exc:
                 if self.usage is not None:
                     await asyncio.to_thread(self.usage.record_rejected, stage)
-                problem = f"the reply was rejected: {rejected}"
-                feedback = f"It is valid JSON, but {rejected}: write content from the task and the evidence instead."
+                problem = f"the reply was rejected: {exc}"
+                feedback = f"It is valid JSON, but {exc}: write content from the task and the evidence instead."
+            else:
+                reply.text = json.dumps(parsed, ensure_ascii=False)
+                await self._cache_put(key, reply)
+                return value
             if attempts >= 2:
                 raise ModelOutputError(
                     self.model, self.base_url, problem, raw=reply.text, stage=stage, attempts=attempts
