@@ -12,7 +12,8 @@ points tried, children killed, stores that differed, kill points after which the
 problems (and how many left a document unfinished, which is no problem: `add` finishes it), kill points
 whose store still had problems after resuming, and errors; then the first failures in full. Writes
 everything to bench-out/crash-stages/report.json; a failing kill point keeps its collection under
-bench-out/crash-stages/runs/. Exits 1 when any kill point failed. SQLite only.
+bench-out/crash-stages/runs/. Exits 1 when any kill point failed, or at once when the uninterrupted run
+itself does not pass the integrity check (a fault of `add`, not of resuming). SQLite only.
 """
 
 from __future__ import annotations
@@ -73,7 +74,11 @@ def main() -> int:
     from hyperfolio.models.embed_local import MiniLMEmbedder
 
     harness.prepare_models()
-    profile = harness.count_stages(OUT, fixture, setup)
+    try:
+        profile = harness.count_stages(OUT, fixture, setup)  # fails when the uninterrupted run itself is faulty
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     reference = harness.dump_sqlite(profile.collection)
     points = harness.plan(profile, args.random, args.seed, transactions=not args.no_transactions)
     points = [p for p in points if not args.stage or p.stage in args.stage]

@@ -83,12 +83,13 @@ FIXTURE_TABLE = [
     ("Essen-Mulheim", "Essen Stadtbahn"),
 ]
 # A second document that shares entities and facts with the first: adding the first after it makes
-# reconciliation and refinement reach across documents (a fact of this one relabelled or dropped).
-# Written as a PDF by `write_fixture(path, SETUP_PAGES)`.
+# reconciliation and refinement reach across documents (a fact of this one relabelled or dropped), and
+# offers another concept for an entity this one gave one first (Rotterdam: a plain name here, "the home
+# port" there; the entity keeps its first). Written as a PDF by `write_fixture(path, SETUP_PAGES)`.
 SETUP_PAGES: list[tuple[str, list[str]]] = [
     ("Port Notes", ["Rotterdam handled record volumes for the Osprey fleet. Osprey revenue was $4.8 million in 2021."]),
     ("Capacity", ["The Osprey fleet capacity is 398,000 TEU. Hamburg and Antwerp signed new terminal contracts."]),
-    ("Hinterland", ["The Dusseldorf-Neuss route belongs to the Rhine Stadtbahn. Rotterdam links to Hamburg by rail."]),
+    ("Hinterland", ["The Dusseldorf-Neuss route belongs to the Rhine Stadtbahn. Trains link Rotterdam to Hamburg."]),
 ]
 _FIXED_DATE = "D:20250101000000Z"
 
@@ -610,7 +611,17 @@ class Outcome:
 
 
 def _problems(report: Any) -> list[str]:
-    return [f"{f.kind} ({f.count}: {', '.join(f.examples[:3])})" for f in report.problems]
+    return [f"{f.kind} ({f.count}: {', '.join(f.examples[:3])})" for f in report.findings]
+
+
+def baseline_problems(collection: Path) -> list[str]:
+    """What the integrity check finds in the uninterrupted run's collection, a document left unfinished
+    included: any of it is a fault of `add` itself, which no kill point is to be blamed for."""
+    from hyperfolio import Collection, Settings
+
+    with Collection(collection, settings=Settings()) as col:
+        report = col.check()
+    return _problems(report) + [f"unfinished ({u.status}: {u.source})" for u in report.unfinished]
 
 
 @dataclass
@@ -624,7 +635,7 @@ class Profile:
 
 
 def count_stages(work: Path, fixture: Path, setup: Sequence[Path] = ()) -> Profile:
-    """Run the driver uninterrupted, counting."""
+    """Run the driver uninterrupted, counting; its collection must pass the integrity check."""
     collection = work / "reference"
     counts = work / "counts.json"
     done = run_driver(collection, fixture, setup, counts=counts)
@@ -634,6 +645,9 @@ def count_stages(work: Path, fixture: Path, setup: Sequence[Path] = ()) -> Profi
     missing = [name for name, n in found["calls"].items() if n == 0]
     if missing:
         raise RuntimeError(f"stages never entered in order: {missing} (see STAGES)")
+    problems = baseline_problems(collection)
+    if problems:
+        raise RuntimeError(f"the uninterrupted run does not pass the integrity check: {'; '.join(problems)}")
     return Profile(found["calls"], found["transactions"], collection)
 
 
@@ -680,7 +694,7 @@ def resume(collection: Path, fixture: Path, outcome: Outcome, reference: StoreDu
         try:
             after_kill = col.check()
             outcome.after_kill = _problems(after_kill)
-            outcome.unfinished = any(f.kind == "unfinished" for f in after_kill.findings)
+            outcome.unfinished = bool(after_kill.unfinished)
             result = col.add([fixture]).results[0]
             outcome.resume_status = result.status
             if not result.ok:

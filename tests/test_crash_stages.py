@@ -11,7 +11,9 @@ kills itself at the chosen one, so nothing in the product knows it is being test
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -61,11 +63,7 @@ def _changed_earlier_documents(collection: Path) -> int:
 
 @pytest.mark.slow
 def test_killed_at_any_stage_add_again_gives_the_uninterrupted_store(uninterrupted, embedder):
-    work, fixture, profile, setup = uninterrupted
-    from hyperfolio import Collection
-
-    with Collection(profile.collection) as col:
-        assert col.check().findings == [], "the uninterrupted run itself does not pass the integrity check"
+    work, fixture, profile, setup = uninterrupted  # count_stages checked the uninterrupted run's integrity
     reference = harness.dump_sqlite(profile.collection)
     assert reference.tables["refine_state"] and reference.tables["conflict_log"], "the fixture reaches every stage"
     if setup:
@@ -91,6 +89,27 @@ def test_killed_at_any_stage_add_again_gives_the_uninterrupted_store(uninterrupt
     assert not failed, f"{len(failed)} of {len(outcomes)} kill points failed (seed {SEED}):\n" + "\n".join(
         harness.describe(o) for o in failed[:3]
     )
+
+
+def test_an_uninterrupted_run_that_fails_the_integrity_check_stops_the_campaign(uninterrupted, tmp_path, monkeypatch):
+    """A fault of `add` itself shows in the uninterrupted run, before any kill point is blamed for it: here a
+    concept without entities, as adding a related document once left behind."""
+    import sqlite3
+
+    _, fixture, profile, setup = uninterrupted
+
+    def tampered_run(collection: Path, file: Path, setup=(), kill=None, counts=None, timeout=300.0):
+        shutil.copytree(profile.collection, collection)
+        db = sqlite3.connect(collection / "hyperfolio.db")
+        with db:
+            db.execute("INSERT INTO concepts (concept_id, name) VALUES ('Cnowhere', 'Nowhere')")
+        db.close()
+        counts.write_text(json.dumps({"calls": profile.calls, "transactions": profile.transactions}))
+        return subprocess.CompletedProcess([], 0, "", "")
+
+    monkeypatch.setattr(harness, "run_driver", tampered_run)
+    with pytest.raises(RuntimeError, match=r"integrity check: orphan_concepts \(1: Cnowhere\)$"):
+        harness.count_stages(tmp_path, fixture, setup)
 
 
 def test_the_comparison_sees_what_a_crash_could_leave_behind(uninterrupted, tmp_path):

@@ -22,8 +22,11 @@ from hyperfolio.lexicon import QUESTION_WORDS, STOPWORDS
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.models.protocols import Embedder
 from hyperfolio.phrases import first_number, sentences
+from hyperfolio.retrieve.encoding import TextCache
 
 INSUFFICIENT = "The indexed documents do not contain enough evidence to answer this question."
+PASSAGE_VECTORS = 20_000  # passage vectors an answerer keeps across questions (about 1.5 kB each)
+FIRST_PASSAGES = 8  # passages scored before the bar the others must be able to reach is known
 
 _STOP = STOPWORDS | QUESTION_WORDS
 _TOKEN = re.compile(r"[^\W_]+(?:[.,][0-9]+)*%?")  # letters of any script, digits
@@ -224,6 +227,18 @@ def table_cell(question: str, item: EvidenceItem) -> Passage | None:
     return Passage(text, item, "derived")
 
 
+def pick(candidates: Sequence[Passage], scores: np.ndarray, limit: int, floor: float) -> list[int]:
+    """The best passages, at most `limit`, none below `floor` and none quoting a text already picked."""
+    chosen: list[int] = []
+    for index in np.argsort(-scores):
+        if len(chosen) >= limit or float(scores[index]) < floor:
+            break
+        if any(candidates[index].text == candidates[c].text for c in chosen):
+            continue
+        chosen.append(int(index))
+    return chosen
+
+
 class ExtractiveAnswerer:
     """Offline answerer: picks the best passages of the evidence and cites them."""
 
@@ -240,8 +255,23 @@ class ExtractiveAnswerer:
         self.max_passages = max_passages
         self.min_score = min_score
         self.max_candidates = max_candidates
+        # Vectors by text, kept across questions: a text's vector never changes, and the passages of the
+        # chunks a collection keeps citing were most of what each question embedded again.
+        self.passage_vectors = TextCache(PASSAGE_VECTORS)
+
+    def _embed(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
+        """Rows for `texts`, embedding only those no earlier question embedded."""
+        found = {t: v for t in dict.fromkeys(texts) if (v := self.passage_vectors.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            for text, vector in zip(missing, embedder.embed(missing), strict=True):
+                found[text] = self.passage_vectors.put(text, vector)
+        return np.stack([found[t] for t in texts])
 
     def score(self, question: str, candidates: Sequence[Passage]) -> np.ndarray:
+        """Each passage's score: IDF-weighted term overlap and similarity of meaning to the question, its
+        chunk's retrieval rank, small bonuses. A passage that could not be chosen whatever its meaning
+        scores -inf without being embedded (`_similarity`): embedding is most of an answer's time."""
         q_terms = set(terms(question))
         docs = [set(terms(p.text)) for p in candidates]
         n = len(candidates)
@@ -249,21 +279,60 @@ class ExtractiveAnswerer:
         idf = {t: math.log(1 + (n + 1) / (df.get(t, 0) + 0.5)) for t in q_terms}
         total = sum(idf.values()) or 1.0
         lexical = np.array([sum(idf[t] for t in q_terms & d) / total for d in docs], dtype=np.float32)
-        if self.embedder is not None:
-            vectors = self.embedder.embed([question] + [p.text for p in candidates])
-            semantic = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)
-        else:
-            semantic = lexical
         prior = np.array([1.0 / math.sqrt(p.item.rank) for p in candidates], dtype=np.float32)
-        scores = 0.45 * lexical + 0.45 * semantic + 0.10 * prior
-        if _QUANTITY.search(question):
-            scores += 0.05 * np.array([bool(_HAS_NUMBER.search(p.text)) for p in candidates], dtype=np.float32)
+        numbers = np.array([bool(_HAS_NUMBER.search(p.text)) for p in candidates], dtype=np.float32)
         # A value computed from a table's cells answers the question more directly than any quoted row.
-        scores += 0.15 * np.array([p.kind == "derived" for p in candidates], dtype=np.float32)
+        derived = np.array([p.kind == "derived" for p in candidates], dtype=np.float32)
         # Very short fragments rarely answer anything on their own.
         lengths = np.array([len(p.text.split()) for p in candidates], dtype=np.float32)
-        scores *= np.where(lengths < 4, 0.7, 1.0)
-        return scores
+        quantity = bool(_QUANTITY.search(question))
+
+        def combine(semantic: np.ndarray) -> np.ndarray:  # rises with `semantic`, every other term fixed
+            scores = 0.45 * lexical + 0.45 * semantic + 0.10 * prior
+            if quantity:
+                scores += 0.05 * numbers
+            scores += 0.15 * derived
+            scores *= np.where(lengths < 4, 0.7, 1.0)
+            return scores
+
+        if self.embedder is None or not candidates:
+            return combine(lexical)
+        semantic = self._similarity(self.embedder, question, candidates, combine)
+        return np.where(np.isnan(semantic), -np.inf, combine(np.nan_to_num(semantic)))
+
+    def _similarity(
+        self,
+        embedder: Embedder,
+        question: str,
+        candidates: Sequence[Passage],
+        combine: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """Each passage's similarity to the question (0..1); nan where no similarity could get it chosen.
+
+        Passages embedded before and the few with the highest possible score (similarity 1) are scored
+        first. That sets the bar: the score of the last passage the answer would take, or 0.8 x the best.
+        Of the rest, only those whose highest possible score reaches the bar are embedded; the others
+        could neither be the best nor displace a chosen one, so the answer is the one that embedding
+        every passage would give.
+        """
+        texts = [p.text for p in candidates]
+        semantic = np.full(len(texts), np.nan, dtype=np.float32)
+        high = combine(np.ones(len(texts), dtype=np.float32))
+        first = {i for i, text in enumerate(texts) if self.passage_vectors.get(text) is not None}
+        first.update(int(i) for i in np.argsort(-high, kind="stable")[:FIRST_PASSAGES])
+
+        def fill(rows: list[int]) -> None:
+            if rows:
+                vectors = self._embed(embedder, [question] + [texts[i] for i in rows])
+                semantic[rows] = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)
+
+        fill(sorted(first))
+        scores = np.where(np.isnan(semantic), -np.inf, combine(np.nan_to_num(semantic)))
+        best = float(scores.max())
+        taken = pick(candidates, scores, self.max_passages, 0.8 * best)
+        bar = float(scores[taken[-1]]) if taken and len(taken) >= self.max_passages else 0.8 * best
+        fill([i for i in range(len(texts)) if np.isnan(semantic[i]) and high[i] >= bar])
+        return semantic
 
     def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
         """Extractive: the answer is picked, not written, so `on_text` is never called."""
@@ -276,18 +345,10 @@ class ExtractiveAnswerer:
         if not candidates:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
         scores = self.score(question, candidates)
-        order = np.argsort(-scores)
-        best = float(scores[order[0]])
+        best = float(scores.max())
         if best < self.min_score:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
-        chosen: list[Passage] = []
-        for index in order:
-            if len(chosen) >= self.max_passages or float(scores[index]) < 0.8 * best:
-                break
-            passage = candidates[int(index)]
-            if any(passage.text == c.text for c in chosen):
-                continue
-            chosen.append(passage)
+        chosen = [candidates[i] for i in pick(candidates, scores, self.max_passages, 0.8 * best)]
         citations: list[Citation] = []
         for passage in chosen:
             if passage.item.citation not in citations:

@@ -9,13 +9,19 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.live import Live
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress_bar import ProgressBar
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from hyperfolio.cli_common import (
@@ -30,11 +36,13 @@ from hyperfolio.cli_common import (
     open_existing,
 )
 from hyperfolio.collection import AddProgress, AddReport, AddResult, Collection
-from hyperfolio.config import SECRET_KEYS, Settings, data_home, user_settings_file
+from hyperfolio.config import SECRET_KEYS, Settings, data_home, unknown_variables, user_settings_file
 from hyperfolio.errors import HyperfolioError
+from hyperfolio.ingest.progress import Tracker
 from hyperfolio.models.progress import clock
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve.base import typed_knobs
+from hyperfolio.store import display_name, is_server_location, local_folder
 from hyperfolio.timing import StageTimes
 
 
@@ -73,9 +81,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from hyperfolio.version import package_version
 
-        console.print(f"hyperfolio {version('hyperfolio')}", highlight=False)
+        console.print(f"hyperfolio {package_version()}", highlight=False)
         raise typer.Exit()
 
 
@@ -89,6 +97,8 @@ def _options(
 ) -> None:
     """Ask questions of complex documents, offline, with cited answers."""
     ctx.obj = {"debug": debug}
+    for line in unknown_variables():
+        errors.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True, highlight=False)
 
 
 ModeOpt = Annotated[
@@ -146,73 +156,137 @@ def _query(
 
 
 class _BarProgress(AddProgress):
-    """One bar over the planned pages: finished files move it, pages/s counts indexed pages as the
-    summary does, the time left follows the bar, and the line says what the current file is doing."""
+    """The live lines of `add`, drawn from a `Tracker`: a bar over the pages with the time left, then what the
+    current file is doing. Each line is fitted to the terminal, the essentials kept whole (file i/n, stage,
+    k/n, time left): the file name is shortened first, the bar dropped next."""
 
-    def __init__(self, progress: Progress, task: Any) -> None:
-        self.progress = progress
-        self.task = task
-        self.pages = 0  # indexed (added, resumed, replaced): the summary's count
-        self.plan: dict[str, int] = {}
-        self.done = 0  # planned pages of finished files, whatever became of them
-        self.files_done = 0
-        self.name = ""
-        self.started = time.perf_counter()
-        self._said, self._said_at = "", -1e9
+    def __init__(self, console: Console, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.console = console
+        self.tracker = Tracker(clock)
+        self.signalled = 0  # a Ctrl-C or SIGTERM that came during `add` (see `_remembering_signals`)
+        self._planned = False
+        self._said, self._said_key, self._said_at = "", "", -1e9
+
+    @property
+    def name(self) -> str:
+        return Path(self.tracker.current).name
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(options.max_width, 20)
+        if not self._planned:
+            yield Text("adding: counting the pages", style="bold")
+            return
+        yield self._pages_line(width)
+        if self.tracker.current:
+            yield Text(self._file_line(width), no_wrap=True, overflow="ellipsis")
+
+    def _pages_line(self, width: int) -> RenderableType:
+        """'adding ━━━━━━  24/56 pages · about 1m08s left · 0:00:35 · 0.7 pages/s': the rate only where the
+        bar keeps ten cells, the bar only where it has them."""
+        t = self.tracker
+        left, elapsed = t.seconds_left(), t.elapsed
+        tail = f"{t.pages_done}/{t.pages_total} pages" + (f" · about {clock(left)} left" if left is not None else "")
+        tail += f" · {int(elapsed) // 3600}:{int(elapsed) // 60 % 60:02d}:{int(elapsed) % 60:02d}"
+        rate = f" · {t.pages_done / elapsed:.1f} pages/s" if t.pages_done and elapsed > 0 else ""
+        if width - cell_len(tail + rate) - len("adding  ") >= 10:
+            tail += rate
+        room = width - cell_len(tail) - len("adding  ")
+        line = Table.grid(padding=(0, 1))
+        line.add_row(
+            Text("adding", style="bold"),
+            *([ProgressBar(max(t.pages_total, 1), t.pages_done, width=min(room, 40))] if room >= 10 else []),
+            Text(tail, no_wrap=True, overflow="ellipsis"),
+        )
+        return line
+
+    def _doing(self) -> str:
+        t = self.tracker
+        if t.stage == "parsing":
+            return f"parsing {t.parsed}/{t.plan.get(t.current, 0)} pages"
+        if t.stage == "embedding":
+            return f"embedding {t.chunks[0]}/{t.chunks[1]} chunks"
+        return t.stage
+
+    def _file_line(self, width: int) -> str:
+        """'file 2/7 name.pdf: embedding 40/80 chunks', the name shortened in its middle to fit `width`."""
+        head, doing = f"file {self.tracker.file_number}/{len(self.tracker.plan)} ", f": {self._doing()}"
+        room = max(width - cell_len(head) - cell_len(doing), 12)
+        return head + _shortened(self.name, room) + doing
+
+    def _note(self, key: str) -> None:
+        """Without a terminal the lines are not redrawn: say what the current file is doing, a new stage
+        at once, progress within a stage at most every 5 s."""
+        if self.console.is_terminal:
+            return
+        now, doing = self.tracker.clock(), self._doing()
+        if doing != self._said and (key != self._said_key or now - self._said_at >= 5.0):
+            self.console.print(f"{self.name}: {doing}", soft_wrap=True, highlight=False, markup=False)
+            self._said, self._said_key, self._said_at = doing, key, now
+
+    def stop_if_signalled(self) -> None:
+        """Raise a remembered Ctrl-C (KeyboardInterrupt) or SIGTERM (SystemExit 143) again."""
+        if self.signalled == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self.signalled:
+            raise SystemExit(128 + self.signalled)
 
     def planned(self, pages: dict[str, int]) -> None:
-        self.plan = dict(pages)
-        self.progress.update(self.task, total=max(sum(pages.values()), 1))
-
-    def _show(self, doing: str) -> None:
-        elapsed = max(time.perf_counter() - self.started, 1e-6)
-        left = max(sum(self.plan.values()) - self.done, 0)
-        eta = f", about {clock(left * elapsed / self.done)} left" if self.done and left else ""
-        self.progress.update(
-            self.task,
-            completed=self.done,
-            rate=f"{self.pages / elapsed:.1f} pages/s{eta}" if self.done else "",
-            current=f"file {min(self.files_done + 1, len(self.plan))}/{len(self.plan)} {self.name}: {doing}",
-        )
+        self.stop_if_signalled()
+        self.tracker.planned(pages)
+        self._planned = True
 
     def file_started(self, path: str) -> None:
-        self.name = Path(path).name
-        self._show("parsing")
+        self.stop_if_signalled()
+        self.tracker.file_started(path)
+        self._note("reading")
 
     def pages_parsed(self, done: int, total: int) -> None:
-        self._show(f"parsed {done}/{total} pages")
+        self.stop_if_signalled()
+        self.tracker.pages_parsed(done, total)
+        self._note("parsing")
 
     def chunks_embedded(self, count: int, total: int = 0) -> None:
-        self._show(f"embedding chunks, {count}/{total} done" if total else "embedding chunks")
+        self.stop_if_signalled()
+        self.tracker.chunks_embedded(count, total)
+        self._note("embedding")
 
     def graph_stage(self, stage: str) -> None:
-        self._show(stage)
-        # Without a terminal the bar is not redrawn: say what the long stages are doing, now and then.
-        # A new stage is said at once, progress within a stage at most every 5 s.
-        now, key = time.perf_counter(), stage.split(" (")[0].split(":")[0]
-        if self.progress.console.is_terminal or stage == self._said:
-            return
-        if key != self._said.split(" (")[0].split(":")[0] or now - self._said_at >= 5.0:
-            self.progress.console.print(f"{self.name}: {stage}", soft_wrap=True, highlight=False)
-            self._said, self._said_at = stage, now
+        self.stop_if_signalled()
+        self.tracker.graph_stage(stage)
+        self._note(stage.split(" (")[0].split(":")[0])
 
     def file_finished(self, result: AddResult) -> None:
-        self.files_done += 1
-        self.done += self.plan.get(result.path, 0)
-        if result.status in {"added", "resumed", "replaced"}:
-            self.pages += result.pages
-        self._show(result.status)
+        self.stop_if_signalled()
+        self.tracker.file_finished(result.path, result.status, result.pages, result.chunks)
+        self._said, self._said_key = "", ""
         if result.status == "failed":
-            self.progress.console.print(
+            self.console.print(
                 f"[red]failed[/red] {escape(result.path)}: {escape(result.reason)}", soft_wrap=True, highlight=False
             )
         else:
-            self.progress.console.print(
+            self.console.print(
                 f"[green]{result.status}[/green] {escape(Path(result.path).name)} "
                 f"({counted(result.pages, 'page')}, {counted(result.chunks, 'chunk')}, {result.seconds:.1f}s)"
                 + (f" - {escape(result.reason)}" if result.reason else ""),
                 soft_wrap=True,
             )
+
+
+def _shortened(name: str, cells: int) -> str:
+    """`name` in at most `cells` terminal cells: its middle replaced by '…', its start and suffix kept."""
+    if cell_len(name) <= cells:
+        return name
+    tail_cells = min((cells - 1) // 2, cell_len(Path(name).suffix) + 6)
+    head, tail = "", ""
+    for char in name:
+        if cell_len(head + char) > cells - 1 - tail_cells:
+            break
+        head += char
+    for char in reversed(name):
+        if cell_len(char + tail) > tail_cells:
+            break
+        tail = char + tail
+    return f"{head}…{tail}"
 
 
 RootOpt = Annotated[
@@ -221,7 +295,8 @@ RootOpt = Annotated[
         "--root",
         "-r",
         envvar="HYPERFOLIO_ROOT",
-        help="Folder whose collections are served. Default: ~/.local/share/hyperfolio.",
+        help="Folder whose collections are served (each by its folder name). Default: the data root, "
+        "~/.local/share/hyperfolio, where -c NAME finds them too.",
     ),
 ]
 PasswordOpt = Annotated[
@@ -269,49 +344,57 @@ def add(
     """Index documents: PDF, Word, PowerPoint, Excel/CSV, images, Markdown, HTML, text. Exit code 1 if any
     file failed, 3 if a configured model built nothing (all fell back offline). Interrupted (Ctrl-C), it
     keeps what was indexed: the same command again resumes."""
-    where = location(collection)
-    col = Collection(where)
-    bar = None
-    with Progress(
-        TextColumn("[bold]adding"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("pages"),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[current]}"),
-        console=console,
-        transient=False,
-    ) as progress:
-        task = progress.add_task("add", total=None, rate="", current="")
-        bar = _BarProgress(progress, task)
-        try:
+    bar = _BarProgress(console)
+    try:
+        col = Collection(location(collection))
+        with _remembering_signals(bar), Live(bar, console=console, refresh_per_second=4, transient=False) as live:
             # The CLI parses on one worker per core unless told otherwise (the API stays in-process).
             chosen = workers if workers is not None else (col.settings.workers or -1)
 
             def prompt(path: Path, attempt: int) -> str | None:
-                progress.stop()  # the live bar would redraw over the question
+                live.stop()  # the live lines would redraw over the question
                 try:
                     return _ask_password(path, attempt)
                 finally:
-                    progress.start()
+                    live.start()
 
             report = col.add(paths, progress=bar, workers=chosen, ray=ray, password=password or prompt)
-        except BaseException as exc:
-            signalled = _interrupt_in(exc)
-            if signalled is None:
-                raise
-            progress.stop()
-            _say_interrupted(bar, paths, collection)
-            code = signalled.code if isinstance(signalled, SystemExit) and isinstance(signalled.code, int) else 130
-            raise typer.Exit(code) from None
-    _say_added(report, col.path)
-    _say_offline_parts(col)
-    col.close()
+            bar.stop_if_signalled()
+        if not console.is_terminal:  # off a terminal rich leaves the last drawing without its line end
+            console.line()
+        _say_added(report, col.label)
+        _say_offline_parts(col)
+        col.close()
+    except BaseException as exc:  # Ctrl-C or SIGTERM, wherever it lands, ends as 130 or 143 with how to resume
+        signalled = _interrupt_in(exc)
+        if signalled is None:
+            raise
+        _say_interrupted(bar, paths, collection)
+        code = signalled.code if isinstance(signalled, SystemExit) and isinstance(signalled.code, int) else 130
+        raise typer.Exit(code) from None
     if report.failed:
         raise typer.Exit(1)
     if report.model_built_nothing:
         raise typer.Exit(MODEL_BUILT_NOTHING)
+
+
+@contextmanager
+def _remembering_signals(bar: _BarProgress) -> Iterator[None]:
+    """Ctrl-C and SIGTERM during `add` are remembered as well as raised. Python raises them wherever the main
+    thread is, and where that is a finaliser (a `__del__`, a weakref callback, a generator the garbage
+    collector closes) it prints the exception and drops it: `add` then ran on to its end and exited 0. The
+    progress callbacks raise a remembered signal again at the next step, so every stage stops."""
+
+    def handler(signum: int, frame: Any) -> None:
+        bar.signalled = signum
+        bar.stop_if_signalled()
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handled in previous.items():
+            signal.signal(signum, handled)
 
 
 def _interrupt_in(exc: BaseException | None) -> BaseException | None:
@@ -325,7 +408,7 @@ def _interrupt_in(exc: BaseException | None) -> BaseException | None:
     return None
 
 
-def _say_added(report: AddReport, where: Path) -> None:
+def _say_added(report: AddReport, where: str) -> None:
     """The summary of an `add`: what happened to how many files, unsupported files by name, failures."""
     by_status: dict[str, int] = {}
     for result in report.results:
@@ -363,14 +446,13 @@ def _say_added(report: AddReport, where: Path) -> None:
             )
 
 
-def _say_interrupted(bar: _BarProgress | None, paths: list[str], collection: str | None) -> None:
+def _say_interrupted(bar: _BarProgress, paths: list[str], collection: str | None) -> None:
     """After Ctrl-C or SIGTERM: what was finished, what was cut off, and how to resume."""
-    finished = bar.files_done if bar else 0
-    planned = len(bar.plan) if bar else 0
-    current = f"; {bar.name} was cut off part-way" if bar and bar.name and finished < planned else ""
+    t = bar.tracker
+    current = f"; {bar.name} was cut off part-way" if t.busy else ""
     again = " ".join(f'"{p}"' if " " in p else p for p in paths)
     errors.print(
-        f"[yellow]interrupted:[/yellow] {finished} of {counted(planned, 'file')} finished{current}. "
+        f"[yellow]interrupted:[/yellow] {t.files_done} of {counted(len(t.plan), 'file')} finished{current}. "
         f"What was indexed is kept; to finish, run again: hyperfolio add {again}{collection_flag(collection)}",
         soft_wrap=True,
         highlight=False,
@@ -466,7 +548,8 @@ def _searchable(collection: str | None) -> Collection:
     col = open_existing(collection)
     if not col.titles():  # cheap: no chunk counts
         where = location(collection)
-        fail(f"the collection at {where} has no documents yet; add some: hyperfolio add FILES{collection_flag(where)}")
+        flag = collection_flag(where)
+        fail(f"the collection {display_name(where)} has no documents yet; add some: hyperfolio add FILES{flag}")
     return col
 
 
@@ -538,7 +621,7 @@ def stats(collection: CollectionOpt = None, as_json: JsonOpt = False) -> None:
     if as_json:
         print(json.dumps(data, indent=2))
         return
-    table = Table(title=f"collection {col.path}")
+    table = Table(title=f"collection {col.label}")
     table.add_column("what")
     table.add_column("value")
     times = StageTimes(dict(data.pop("stage_seconds", {})))
@@ -726,6 +809,50 @@ def list_documents(collection: CollectionOpt = None, as_json: JsonOpt = False) -
     console.print(table)
 
 
+@app.command(name="collections")
+def list_collections(
+    root: Annotated[
+        Path | None, typer.Option("--root", "-r", help="Folder to look in. Default: the data root.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the collections under the data root: the names -c, the service, the web app and MCP take."""
+    from hyperfolio.store import COLLECTION_NAME, open_store, store_exists
+    from hyperfolio.store.base import STAGE_READY
+
+    folder = (root or data_home()).expanduser()
+    rows: list[dict[str, Any]] = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not (COLLECTION_NAME.fullmatch(path.name) and store_exists(path)):
+            continue
+        store = open_store(path)
+        try:
+            docs = store.list_documents()
+        finally:
+            store.close()
+        rows.append(
+            {
+                "name": path.name,
+                "documents": len(docs),
+                "pages": sum(d.num_pages for d in docs),
+                "unfinished": sum(d.status != STAGE_READY for d in docs),
+                "path": str(path),
+            }
+        )
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"{counted(len(rows), 'collection')} in {folder}")
+    for name in ("name", "documents", "pages", "path"):
+        table.add_column(name, justify="right" if name in ("documents", "pages") else "left", overflow="fold")
+    for row in rows:
+        unfinished = f" ({row['unfinished']} unfinished)" if row["unfinished"] else ""
+        table.add_row(row["name"], f"{row['documents']:,}{unfinished}", f"{row['pages']:,}", row["path"])
+    console.print(table)
+    if not rows:
+        console.print("none yet: hyperfolio add FILES -c NAME makes one (or hyperfolio demo)", highlight=False)
+
+
 @app.command()
 def remove(
     refs: Annotated[list[str], typer.Argument(help="Document ids, file names or titles.")],
@@ -790,17 +917,21 @@ def import_(
 @app.command()
 def demo(
     collection: Annotated[
-        Path | None,
+        str,
         typer.Option(
-            "--collection", "-c", help="Where to build the demo collection. Default: ~/.local/share/hyperfolio/demo."
+            "--collection",
+            "-c",
+            help="The demo collection: a name (under ~/.local/share/hyperfolio) or a folder path. Default: demo.",
         ),
-    ] = None,
+    ] = "demo",
     question: Annotated[str | None, typer.Option("--question", "-q", help="Ask this instead.")] = None,
 ) -> None:
     """Generate a sample report, index it and answer a question about it, offline."""
     from hyperfolio.sample import SAMPLE_QUESTION, write_sample_report
 
-    where = collection or data_home() / "demo"
+    if is_server_location(collection):
+        fail("the demo builds a collection folder: give -c a name or a folder path", code=2)
+    where = Path(location(collection))
     where.mkdir(parents=True, exist_ok=True)
     pdf = write_sample_report(where / "sample-report.pdf")
     console.print(f"sample document: {pdf}", highlight=False, soft_wrap=True)
@@ -811,16 +942,16 @@ def demo(
             fail(f"{result.path}: {result.reason}")
         console.print(
             f"{result.status}: {Path(result.path).name} ({counted(result.pages, 'page')}, "
-            f"{counted(result.chunks, 'chunk')}) into the collection {where}",
+            f"{counted(result.chunks, 'chunk')}) into the collection {col.label}",
             highlight=False,
             soft_wrap=True,
         )
     q = question or SAMPLE_QUESTION
     console.print(f"[bold]Question:[/bold] {q}")
     _print_answer(answer_dict(col.ask(q)))
-    flag = f" -c {where}"
+    flag = collection_flag(str(where))
     console.print(
-        "\n[bold]Next[/bold] (this collection):\n"
+        f"\n[bold]Next[/bold] (this collection, {col.label}: {where}):\n"
         f'  hyperfolio ask "Which region had the lowest revenue?"{flag}\n'
         f"  hyperfolio list{flag}\n"
         f"  hyperfolio viz -o demo.png{flag}\n"
@@ -840,8 +971,6 @@ def config_show(
 ) -> None:
     """Show the effective settings of a collection: each value and the layer that set it (defaults, the
     user settings file, the collection's settings.toml, HYPERFOLIO_* variables)."""
-    from hyperfolio.store import is_server_location, local_folder
-
     if action != "show":
         fail(f"unknown config action {action!r}; use: hyperfolio config show")
     where = location(collection)
@@ -854,7 +983,7 @@ def config_show(
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title=f"settings of {where}")
+    table = Table(title=f"settings of {display_name(where)}")
     for name in ("key", "value", "source"):
         table.add_column(name, overflow="fold")
     for row in rows:

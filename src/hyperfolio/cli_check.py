@@ -1,7 +1,8 @@
 """`hyperfolio check`: the collection's integrity check (store/integrity.py) and, with --repair, its repair.
 
-Exit code 0 when nothing dangles (documents still being indexed are named, not counted as problems), 1 when
-problems remain, so a script or a cron job can act on it.
+Exit code 0 when nothing dangles, 1 when problems remain, so a script or a cron job can act on it. Documents
+not fully indexed are no problem (another `add` may be at work on them; `add` resumes one that was cut off):
+they are named after the problem table, with the command that finishes them, and counted in the summary.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperfolio.cli_common import CollectionOpt, JsonOpt, collection_flag, console, counted, errors, open_existing
-from hyperfolio.store.integrity import KINDS, IntegrityReport
+from hyperfolio.store.integrity import EXAMPLES, KINDS, IntegrityReport, Unfinished
 
 RepairOpt = Annotated[
     bool,
@@ -58,17 +59,28 @@ def _print_report(report: IntegrityReport, collection: str | None) -> None:
             how = f.how if f.repairable else f"not repaired: {f.how}"
             table.add_row(escape(f.title), f"{f.count:,}", escape(examples), escape(how))
         console.print(table)
-    for f in report.findings:
-        if f.kind != "unfinished":
-            continue
-        for source in f.examples:
-            errors.print(
-                f"[yellow]unfinished:[/yellow] {escape(source)}; finish it with: "
-                f"hyperfolio add {escape(source)}{escape(collection_flag(collection))}",
-                soft_wrap=True,
-                highlight=False,
-            )
-        if f.count > len(f.examples):
-            errors.print(f"and {counted(f.count - len(f.examples), 'more document')}: hyperfolio list shows them")
+    _print_unfinished(report.unfinished, collection)
     style = "green" if report.ok else "red"
     console.print(f"[{style}]{escape(report.summary())}[/{style}]", soft_wrap=True, highlight=False)
+
+
+def _print_unfinished(unfinished: list[Unfinished], collection: str | None) -> None:
+    """A note, not a problem: what another `add` at work looks like, and what a cut-off one leaves."""
+    if not unfinished:
+        return
+    them = "it" if len(unfinished) == 1 else "them"
+    errors.print(
+        f"[yellow]{counted(len(unfinished), 'document')} not fully indexed:[/yellow] an `add` is indexing {them} "
+        f"now, or one was interrupted. If none is running, finish {them} with:",
+        soft_wrap=True,
+        highlight=False,
+    )
+    flag = escape(collection_flag(collection))
+    for doc in unfinished[:EXAMPLES]:
+        errors.print(f"  hyperfolio add {escape(doc.source)}{flag}", soft_wrap=True, highlight=False)
+    if len(unfinished) > EXAMPLES:
+        errors.print(
+            f"  and {counted(len(unfinished) - EXAMPLES, 'more document')}: hyperfolio list{flag} shows them",
+            soft_wrap=True,
+            highlight=False,
+        )

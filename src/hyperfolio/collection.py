@@ -45,10 +45,12 @@ from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
 from hyperfolio.store import (
     Store,
     copy_store,
+    display_name,
     is_server_location,
     local_folder,
     open_store,
     remove_store,
+    resolve_location,
     store_exists,
 )
 from hyperfolio.store.base import (
@@ -60,7 +62,7 @@ from hyperfolio.store.base import (
     STAGE_READY,
 )
 from hyperfolio.store.claims import Claims, describe
-from hyperfolio.store.integrity import REPAIR_ROUNDS, IntegrityReport
+from hyperfolio.store.integrity import REPAIR_ROUNDS, IntegrityReport, Unfinished
 from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:  # the language-model stages load only when a model is configured
@@ -71,9 +73,11 @@ if TYPE_CHECKING:  # the language-model stages load only when a model is configu
 
 log = logging.getLogger(__name__)
 
-EMBED_BATCH_CHUNKS = 256
+# Chunks embedded, committed and reported as one step of `add`: a step of long chunks takes about a
+# second on two cores, so the progress moves; smaller batches, sorted by length, lose no throughput.
+EMBED_BATCH_CHUNKS = 16
 SMALL_JOB_BYTES = 2_000_000  # one PDF smaller than this parses faster here than worker processes start
-RETRIEVAL_MODES: tuple[str, ...] = tuple(STRATEGIES)  # chunks embedded and committed per transaction
+RETRIEVAL_MODES: tuple[str, ...] = tuple(STRATEGIES)
 
 
 @dataclass
@@ -147,18 +151,21 @@ class Picture:
 
 
 class AddProgress:
-    """Callbacks for long ingestion; the CLI draws a progress bar from them."""
+    """Callbacks for long ingestion; the CLI draws a progress bar from them (`ingest.progress.Tracker`)."""
 
     def planned(self, pages: dict[str, int]) -> None:
-        """Called once before work starts: each file's pages (a quick count; 1 for non-PDFs)."""
+        """Called once before work starts: each file's pages, a quick count (1 for formats without pages,
+        whose pages are made when they are read); `pages_parsed` gives the count each file is stored with."""
 
     def file_started(self, path: str) -> None: ...
 
     def file_finished(self, result: AddResult) -> None: ...
 
-    def chunks_embedded(self, count: int, total: int = 0) -> None: ...
+    def chunks_embedded(self, count: int, total: int = 0) -> None:
+        """Chunks of the current file embedded so far, after each batch (`EMBED_BATCH_CHUNKS`), from 0."""
 
-    def pages_parsed(self, done: int, total: int) -> None: ...
+    def pages_parsed(self, done: int, total: int) -> None:
+        """Pages of the current file parsed so far, of its `total`; the last call gives its parsed count."""
 
     def graph_stage(self, stage: str) -> None: ...
 
@@ -194,9 +201,13 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResul
 
 
 class Collection:
-    """A directory holding one searchable collection of documents.
+    """One searchable collection of documents: a folder, or a PostgreSQL database.
 
-    >>> col = Collection("my-collection")
+    `path` is read as every face reads `-c`: a bare name ("reports") is the collection of that name under
+    the data root (~/.local/share/hyperfolio), the one the CLI, the service and MCP call "reports"; a `Path`
+    or a string with a slash ("./reports", "/data/reports") is that folder; a postgresql:// URL a database.
+
+    >>> col = Collection("reports")
     >>> col.add(["report.pdf"])
     >>> col.ask("What was the revenue in 2023?").text
     """
@@ -213,7 +224,7 @@ class Collection:
         # images, settings, the model-reply cache, the ranker) live in `folder`, by default a local
         # folder named after the database.
         server = is_server_location(path)
-        self.location = str(path) if server else str(Path(path).expanduser())
+        self.location = resolve_location(path)
         if server:
             self.path = Path(folder).expanduser() if folder is not None else local_folder(self.location)
             # Made now: the model cache treats a path that is not a directory as its database file.
@@ -232,6 +243,11 @@ class Collection:
         # One writer at a time per collection object: add and remove check, then write.
         self._lock = threading.RLock()
         self.claims = Claims(self.store)  # documents this object is indexing, so other workers leave them be
+
+    @property
+    def label(self) -> str:
+        """The collection as messages name it: its name under the data root, a URL without password, a path."""
+        return display_name(self.location)
 
     # ------------------------------------------------------------------ models
     @property
@@ -586,14 +602,16 @@ class Collection:
         # graph was written, the build goes on from refinement.
         interrupted = info.status == STAGE_EMBEDDED
         if info.status in ("", STAGE_PARSED):
-            missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
+            chunks = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
+            # Longest first, so each small batch pads its texts to about one length.
+            missing = sorted(((embedding_text(c.section_path, c.text), c) for c in chunks), key=lambda p: -len(p[0]))
             progress.chunks_embedded(0, len(missing))
             for start in range(0, len(missing), EMBED_BATCH_CHUNKS):
                 batch = missing[start : start + EMBED_BATCH_CHUNKS]
                 with times.stage("chunk embedding"):
-                    vectors = self.embedder.embed([embedding_text(c.section_path, c.text) for c in batch])
-                    self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for c in batch], vectors)
-                progress.chunks_embedded(min(start + len(batch), len(missing)), len(missing))
+                    vectors = self.embedder.embed([text for text, _ in batch])
+                    self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for _, c in batch], vectors)
+                progress.chunks_embedded(start + len(batch), len(missing))
             self.store.set_stage(info.doc_id, STAGE_EMBEDDED)
             info.status = STAGE_EMBEDDED
         if info.status in (STAGE_EMBEDDED, STAGE_GRAPH_WRITTEN):
@@ -821,6 +839,8 @@ class Collection:
                     {"doc_id": d.doc_id, "title": d.title, "source": d.source, "status": d.status} for d in unfinished
                 ]
         evidence.meta["seconds"] = time.perf_counter() - started
+        if context.times.seconds:  # where the strategy's time went (auto: candidates, features, ranker)
+            evidence.meta["stage_seconds"] = dict(context.times.seconds)
         return evidence
 
     def candidates(
@@ -916,10 +936,12 @@ class Collection:
 
         With `repair`: delete what dangles, rebuild the keyword index, embed chunks of ready documents that
         have no vector, then check again (a repair can leave rows dangling that another kind covers).
-        Documents not fully indexed are named, never indexed here: `add` finishes them. Run it while no
-        `add` is writing to the collection: a document half built looks like dangling rows.
+        Documents not fully indexed are named apart (`unfinished`, no finding), never indexed here: `add`
+        finishes them. Run it while no `add` is writing to the collection: a document half built looks like
+        dangling rows.
         """
-        report = IntegrityReport(self.store.integrity())
+        unfinished = [Unfinished(d.doc_id, d.source, d.status) for d in self.store.unfinished_documents()]
+        report = IntegrityReport(self.store.integrity(), unfinished=unfinished)
         if not repair:
             return report
         with self._lock:

@@ -6,6 +6,7 @@ import difflib
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -218,7 +219,10 @@ class Layer:
 
 
 def data_home() -> Path:
-    """Where hyperfolio keeps collections by default: $XDG_DATA_HOME/hyperfolio (~/.local/share/hyperfolio)."""
+    """The data root, where named collections live: $HYPERFOLIO_ROOT, else $XDG_DATA_HOME/hyperfolio
+    (~/.local/share/hyperfolio). `-c reports` on every face is the folder `reports` in it."""
+    if root := os.environ.get("HYPERFOLIO_ROOT"):
+        return Path(root).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
     return Path(base).expanduser() / "hyperfolio"
 
@@ -253,19 +257,59 @@ def _file_layer(path: Path, kind: str) -> Layer:
     return Layer(source, values)
 
 
-def _environment_layer() -> Layer:
-    """HYPERFOLIO_<KEY> for top-level settings, HYPERFOLIO_<SECTION>_<KEY> for a section's."""
-    values: dict[str, Any] = {}
+# The HYPERFOLIO_* variables that are not settings: read by the faces, the benchmarks and the tests.
+PROCESS_VARIABLES: dict[str, str] = {
+    "HYPERFOLIO_COLLECTION": "the collection a CLI command works on (like -c)",
+    "HYPERFOLIO_SERVER": "a running service the CLI asks instead of opening the collection (like --server)",
+    "HYPERFOLIO_API_KEY": "the service's bearer token (serve --api-key; sent by the CLI's --server)",
+    "HYPERFOLIO_ROOT": "the data root, where named collections live (default ~/.local/share/hyperfolio)",
+    "HYPERFOLIO_PASSWORD": "the password of encrypted files being added (like --password)",
+    "HYPERFOLIO_DEBUG": "1: show the full traceback of an error (like --debug)",
+    "HYPERFOLIO_LOG": "the log level (default WARNING)",
+    "HYPERFOLIO_CACHE": "where embedding models built on first use are kept (default ~/.cache/hyperfolio)",
+    "HYPERFOLIO_DATA": "the benchmark data folder that eval and benchmarks/ read (default ../shared/data)",
+    "HYPERFOLIO_TEST_GGUF": "the GGUF model file the real-model tests serve",
+    "HYPERFOLIO_TEST_ARTIFACTS": "where the browser tests keep their screenshots",
+}
+
+
+def setting_variables() -> dict[str, str]:
+    """Every HYPERFOLIO_* variable that sets a setting, and the setting's key ("parse.ocr")."""
+    out: dict[str, str] = {}
     for f in fields(Settings):
         if f.name in SECTIONS:
             for inner in fields(SECTIONS[f.name]):
-                env = os.environ.get(f"{ENV_PREFIX}{f.name.upper()}_{inner.name.upper()}")
-                if env is not None:
-                    values.setdefault(f.name, {})[inner.name] = env
+                out[f"{ENV_PREFIX}{f.name.upper()}_{inner.name.upper()}"] = f"{f.name}.{inner.name}"
         else:
-            env = os.environ.get(ENV_PREFIX + f.name.upper())
-            if env is not None:
-                values[f.name] = env
+            out[ENV_PREFIX + f.name.upper()] = f.name
+    return out
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line for each HYPERFOLIO_* variable that nothing reads (a misspelling, most likely), with the
+    closest known name: such a variable is ignored, so without this line a typo changes nothing silently."""
+    env = os.environ if environ is None else environ
+    known = [*setting_variables(), *PROCESS_VARIABLES]
+    lines = []
+    for name in sorted(n for n in env if n.startswith(ENV_PREFIX) and n not in known):
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]}?)" if close else "; hyperfolio config show lists the settings"
+        lines.append(f"{name} is not a hyperfolio setting or variable and is ignored{hint}")
+    return lines
+
+
+def _environment_layer() -> Layer:
+    """HYPERFOLIO_<KEY> for top-level settings, HYPERFOLIO_<SECTION>_<KEY> for a section's."""
+    values: dict[str, Any] = {}
+    for variable, key in setting_variables().items():
+        env = os.environ.get(variable)
+        if env is None:
+            continue
+        section, _, inner = key.rpartition(".")
+        if section:
+            values.setdefault(section, {})[inner] = env
+        else:
+            values[inner] = env
     return Layer("environment", values)
 
 
@@ -275,8 +319,10 @@ def _checked(kind: type, name: str, value: Any, layer: Layer | None = None, sect
     known = {f.name: f for f in fields(kind) if f.name not in SECTIONS or kind is not Settings}
     source = f"{layer.source}: " if layer is not None else ""
     if name not in known:
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(sorted(known))}"
+        # A section name is a key of the top level too: "[modles]" is a misspelt section.
+        names = {k: repr(k) for k in known} | ({s: f"[{s}]" for s in SECTIONS} if kind is Settings else {})
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {names[close[0]]}?)" if close else f"; known: {', '.join(sorted(names.values()))}"
         raise ConfigError(f"{source}unknown setting {where}{name!r}{hint}")
     current = getattr(kind(), name)
     shown = "***" if name in SECRET_KEYS else repr(value)

@@ -3,12 +3,29 @@ index follows; the concept layer and concept retrieval built over it."""
 
 from __future__ import annotations
 
+import itertools
+import random
+import re
 import sqlite3
 
 import pytest
 
 from hyperfolio import Collection, Settings
-from hyperfolio.hypergraph.reconcile import Fact, OfflineDetector, OfflineResolver, candidate_groups
+from hyperfolio.hypergraph import reconcile as reconcile_module
+from hyperfolio.hypergraph.extract import FACT
+from hyperfolio.hypergraph.facts_offline import years_in
+from hyperfolio.hypergraph.merge import MergedEdge, MergedEntity, MergedGraph
+from hyperfolio.hypergraph.reconcile import (
+    MAX_RIVALS,
+    Fact,
+    FactView,
+    OfflineDetector,
+    OfflineResolver,
+    candidate_groups,
+    reconcile,
+)
+from hyperfolio.model import Chunk, Entity, FactRow
+from hyperfolio.phrases import content_words, first_number, normalize_name
 
 # Page 1 states a figure and assigns a route to its system in a table; page 2 contradicts both
 # (the figure, and the route assigned to another system - the paper's Rhine-Ruhr case) and gives
@@ -300,3 +317,244 @@ def test_theme_layer_and_top_down_retrieval(report):
     # Themes live in their own space: dual's hyperedge search never returns them.
     dual = col.retrieve("Which system serves the route?", mode="dual", doc=doc_id)
     assert all(hit.hyperedge.level != "theme" for hit in dual.hyperedges)
+
+
+# ---------------------------------------------------------------- blocked detection, against all pairs
+# The rule every pair was once put to, written out plainly (no blocks, nothing cached): the blocked
+# detector must find exactly what it finds, in the same order.
+REFERENCE_WORDS = {"section", "page", "no", "id"}
+FUNCTIONAL_WORDS = {"based", "part", "owned"}
+
+
+def reference_pair(a: Fact, b: Fact) -> tuple[str, str, str, str] | None:
+    def words(f: Fact) -> set[str]:
+        tail = set(content_words(f.tail_name))
+        return {w for w in content_words(re.sub(r"^\[[^\]]*\]\s*", "", f.description)) if w not in tail}
+
+    def number(f: Fact) -> float | None:
+        return first_number(f.tail_name) if re.search(r"\d", f.tail_name) else None
+
+    def one_valued(f: Fact) -> bool:
+        return f.from_table or bool(set(f.relation.split("_")) & FUNCTIONAL_WORDS)
+
+    def label(f: Fact) -> bool:
+        return bool(set(f.relation.split("_")) & REFERENCE_WORDS)
+
+    if a.head != b.head or a.tail == b.tail or label(a) or label(b):
+        return None
+    if a.from_table and b.from_table:
+        return None
+    if not (a.from_table or b.from_table):
+        wa, wb = words(a), words(b)
+        if not (wa and wb) or len(wa & wb) / len(wa | wb) < 0.5:
+            return None
+    va, vb = number(a), number(b)
+    if va is not None and vb is not None:
+        unit = [re.sub(r"[\d.,\s]+", " ", f.tail_name).strip().lower() for f in (a, b)]
+        if a.relation != b.relation or va == vb or unit[0] != unit[1]:
+            return None
+        ya, yb = (years_in(f.description) - years_in(f.tail_name) for f in (a, b))
+        return ("temporal" if ya and yb and ya != yb else "mutual", a.edge_id, b.edge_id, "")
+    if va is not None or vb is not None:
+        return None
+    ta, tb = (set(normalize_name(f.tail_name).split()) for f in (a, b))
+    nested = bool(ta and tb and (ta < tb or tb < ta))
+    if a.relation == b.relation and one_valued(a):
+        return ("granularity" if nested else "mutual", a.edge_id, b.edge_id, "")
+    generic = a.tail_concept in ("", "Name", "Number")
+    if a.relation != b.relation and one_valued(a) and one_valued(b) and not generic and not nested:
+        return ("mutual", a.edge_id, b.edge_id, "") if a.tail_concept == b.tail_concept else None
+    return None
+
+
+def reference_conflicts(earlier: list[Fact], batch: list[Fact]) -> list[tuple[str, str, str, str]]:
+    """Every pair with a new fact in each candidate group (head and relation, head and tail, head),
+    groups in the order the batch's facts open them."""
+    pool = earlier + batch
+    groups, seen = [], set()
+    for fact in batch:
+        for key in (lambda f: (f.head, f.relation), lambda f: (f.head, f.tail), lambda f: f.head):
+            group = [f for f in pool if key(f) == key(fact)]
+            ids = frozenset(f.edge_id for f in group)
+            if len(group) > 1 and ids not in seen:
+                seen.add(ids)
+                groups.append(group)
+    found: dict[frozenset[str], tuple[str, str, str, str]] = {}
+    for group in groups:
+        for i, a in enumerate(group):
+            for b in group[i + 1 :]:
+                key = frozenset((a.edge_id, b.edge_id))
+                if (a in batch or b in batch) and key not in found and (hit := reference_pair(a, b)):
+                    found[key] = hit
+    return list(found.values())
+
+
+TAILS = [
+    ("Rotterdam", "City"), ("Rotterdam Port", "City"), ("Hamburg", "City"), ("Essen Stadtbahn", "System"),
+    ("Stadtbahn", "System"), ("Osprey", "Name"), ("412,000 TEU", "Number"), ("390,000 TEU", "Number"),
+    ("$5.2 million", "Amount"), ("$6.1 million", "Amount"), ("12%", "Number"), ("5.2", "Number"), ("", ""),
+]  # fmt: skip
+RELATIONS = ["capacity", "revenue", "based_in", "part_of", "owned_by", "is", "page", "section_no", "runs"]
+WORDS = ["fleet", "capacity", "revenue", "grew", "port", "company", "route", "system", "annual", "total"]
+
+
+def generated_fact(rng: random.Random, n: int, new: bool) -> Fact:
+    tail, concept = rng.choice(TAILS)
+    tail = tail or rng.choice(["Bremen", "7 ships", "Essen"])
+    words = rng.sample(WORDS, rng.randint(2, 4)) + rng.sample(["2021", "2022", ""], 1)
+    return Fact(
+        f"f{n}",
+        rng.choice(["Osprey", "Fleet", "Route"]),
+        rng.choice(RELATIONS),
+        normalize_name(tail),
+        "x",
+        tail,
+        concept,
+        rng.choice(["", "[Results 2023] "]) + " ".join(words + [tail]),
+        [f"d:{n}:0"],
+        from_table=rng.random() < 0.3,
+        new=new,
+    )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_blocked_detection_finds_what_every_pair_finds(seed):
+    rng, ids = random.Random(seed), itertools.count()
+    earlier = [generated_fact(rng, next(ids), new=False) for _ in range(rng.randint(0, 40))]
+    view = FactView(earlier)
+    detector = OfflineDetector(max_rivals=10_000)  # no bound: exactly the rule
+    for _ in range(4):  # batches, with revisions and drops between them as reconciliation makes them
+        batch = [generated_fact(rng, next(ids), new=True) for _ in range(rng.randint(1, 12))]
+        view.add(batch)
+        detection = detector.detect(view, batch)
+        found = [(c.kind, c.facts[0].edge_id, c.facts[1].edge_id, "") for c in detection.conflicts]
+        assert found == reference_conflicts(earlier, batch) and detection.capped == 0
+        earlier += batch
+        for fact in rng.sample(earlier, min(3, len(earlier))):
+            view.relabel(fact, rng.choice([fact.relation + " [2022]", rng.choice(RELATIONS)]))
+        gone = rng.sample(earlier, min(2, len(earlier)))
+        view.remove(gone)
+        earlier = [f for f in earlier if f not in gone]
+
+
+def test_the_rules_reasons_are_kept():
+    a = fact("f1", "fleet", "capacity", "412,000 TEU", description="The fleet capacity is 412,000 TEU in 2022.")
+    b = fact("f2", "fleet", "capacity", "390,000 TEU", description="The fleet capacity is 390,000 TEU in 2023.")
+    view = FactView([a])
+    view.add([b])
+    (conflict,) = OfflineDetector().detect(view, [b]).conflicts
+    assert conflict.kind == "temporal" and conflict.facts == (a, b)
+    assert conflict.reason == "capacity of fleet is given for different years (2022, 2023)"
+
+
+# ---------------------------------------------------------------- reconciling against a grown collection
+class FactStore:
+    """Just what `reconcile` reads of a store: accepted facts, their entities and chunks."""
+
+    def __init__(self, facts: list[Fact]) -> None:
+        self.facts = facts
+
+    def facts_about(self, heads):
+        return [FactRow(f.edge_id, f.head, f.relation, f.tail, f.description, f.chunks) for f in self.facts]
+
+    def get_entities(self, ids):
+        names = {i: n for f in self.facts for i, n in ((f.head, f.head_name), (f.tail, f.tail_name))}
+        return [Entity(i, names[i]) for i in ids if i in names]
+
+    def get_chunks(self, ids):
+        return [Chunk(int(c.split(":")[1]), 0, "text", "", chunk_id=c) for c in ids]
+
+    def get_hyperedges(self, ids):
+        return []
+
+    def provenance(self, kind, ids):
+        return {}
+
+
+def merged_graph(facts: list[Fact]) -> MergedGraph:
+    graph = MergedGraph()
+    for f in facts:
+        for key, name in ((f.head, f.head_name), (f.tail, f.tail_name)):
+            graph.entities[key] = MergedEntity(key, name, key, "", "text", chunks=list(f.chunks))
+        members = [(f.head, "head"), (f.tail, "tail")]
+        graph.edges[f.edge_id] = MergedEdge(f.edge_id, FACT, f.description, [], 1.0, members, f.chunks, f.relation)
+    return graph
+
+
+def fleet_figure(n: int, doc: str, page: int) -> Fact:
+    """The same claim with another figure: every two of them are rivals."""
+    figure = f"{400_000 + n:,} TEU"
+    return fact(
+        f"{doc}{n}",
+        "fleet",
+        "capacity",
+        figure,
+        description=f"The fleet capacity is {figure}.",
+        chunks=[f"{doc}:{page}:0"],
+    )
+
+
+def test_each_new_fact_meets_at_most_a_bounded_number_of_earlier_facts(monkeypatch):
+    stored = [fleet_figure(n, "old", n + 1) for n in range(3 * MAX_RIVALS)]
+    for f in stored:
+        f.new = False
+    new = [fleet_figure(1000 + n, "doc", n + 1) for n in range(3)]
+    met: dict[str, list[str]] = {}
+    pair = OfflineDetector.pair
+
+    def counted(self, a, b):
+        met.setdefault(b.edge_id if b.new else a.edge_id, []).append(a.edge_id if b.new else b.edge_id)
+        return pair(self, a, b)
+
+    monkeypatch.setattr(OfflineDetector, "pair", counted)
+    report = reconcile(FactStore(stored), merged_graph(new), "doc", OfflineDetector(), OfflineResolver(), apply=False)
+    assert set(met) == {f.edge_id for f in new}
+    assert all(len(others) <= MAX_RIVALS for others in met.values())
+    # What the bound gives up: the oldest statements. The latest ones (this document's first) are met.
+    latest = {f.edge_id for f in stored[-MAX_RIVALS:]}
+    assert set(met[new[0].edge_id]) == latest
+    assert set(met[new[2].edge_id]) == {new[0].edge_id, new[1].edge_id} | set(sorted(latest)[2:])
+    assert report.conflicts == sum(len(others) for others in met.values()) and report.capped == len(new)
+
+
+def test_statement_words_are_read_once_per_fact(monkeypatch):
+    stored = [fleet_figure(n, "old", n + 1) for n in range(30)]
+    for f in stored:
+        f.new = False
+    new = [fleet_figure(1000 + n, "doc", n % 4 + 1) for n in range(20)]
+    calls: list[str] = []
+    words = reconcile_module.statement_words
+
+    def counted(f):
+        calls.append(f.edge_id)
+        return words(f)
+
+    monkeypatch.setattr(reconcile_module, "statement_words", counted)
+    report = reconcile(FactStore(stored), merged_graph(new), "doc", OfflineDetector(), OfflineResolver(), apply=False)
+    assert report.conflicts > 100  # many pairs were weighed ...
+    assert len(calls) == len(set(calls)) <= len(stored) + len(new)  # ... each fact's words read once
+
+
+def test_a_conflict_kept_unresolved_is_logged_once_not_again_with_every_later_chunk():
+    a = fact("f1", "fleet", "capacity", "412,000 TEU", description="The fleet capacity is 412,000 TEU.")
+    b = fact("f2", "fleet", "capacity", "390,000 TEU", description="The fleet capacity is 390,000 TEU.")
+    a.chunks, b.chunks = ["doc:1:0"], ["doc:1:0"]
+    later = [
+        fact(
+            f"g{p}",
+            "fleet",
+            f"sails_{p}",
+            f"Port {p}",
+            description=f"The fleet sails to Port {p}.",
+            chunks=[f"doc:{p}:0"],
+        )
+        for p in range(2, 6)
+    ]  # one fact about the fleet on each later page: the pair (a, b) is not weighed again
+    report = reconcile(
+        FactStore([]), merged_graph([a, b, *later]), "doc", OfflineDetector(), OfflineResolver(), apply=False
+    )
+    assert [(d.decision, d.fact) for d in report.decisions] == [
+        ("kept", "fleet | capacity | 412,000 TEU"),
+        ("kept", "fleet | capacity | 390,000 TEU"),
+    ]
+    assert report.conflicts == 1 and report.unresolved == 1

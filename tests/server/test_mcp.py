@@ -41,7 +41,7 @@ async def stdio_session_calls(root: Path, pdf: Path, locked: Path, errlog: Any) 
     out: dict[str, Any] = {}
     with anyio.fail_after(120):
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+            out["hello"] = await session.initialize()
             out["tools"] = (await session.list_tools()).tools
             out["add"] = await session.call_tool("add_document", {"path": str(pdf)})
             out["documents"] = await session.call_tool("list_documents", {})
@@ -75,6 +75,14 @@ def calls(tmp_path_factory, encrypted_pdf) -> dict[str, Any]:
             raise
     out["base"] = base
     return out
+
+
+def test_says_its_name_and_the_installed_version(calls):
+    from importlib.metadata import version
+
+    info = calls["hello"].server_info
+    assert info.name == "hyperfolio"
+    assert info.version and info.version == version("hyperfolio")
 
 
 def test_lists_the_tools(calls):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hyperfolio.sample import SAMPLE_QUESTION, write_sample_report
+from hyperfolio.store import display_name
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +35,8 @@ def test_every_everyday_command_on_a_postgres_collection(tmp_path, pg_url):
     added = run(home, "add", str(pdf), "-c", pg_url)
     assert added.returncode == 0, added.stderr[-2000:]
     assert "added" in added.stdout, added.stdout
+    named = display_name(pg_url)  # the URL without a password, never the local folder
+    assert f"into {named}" in added.stdout and "servers" not in added.stdout, added.stdout
 
     asked = run(home, "ask", SAMPLE_QUESTION, "-c", pg_url, "--json")
     assert asked.returncode == 0, asked.stderr[-2000:]
@@ -44,6 +47,8 @@ def test_every_everyday_command_on_a_postgres_collection(tmp_path, pg_url):
     assert listed.returncode == 0 and json.loads(listed.stdout)[0]["status"] == "ready", listed.stderr[-2000:]
     stats = run(home, "stats", "-c", pg_url, "--json")
     assert stats.returncode == 0 and json.loads(stats.stdout)["chunks"] > 0, stats.stderr[-2000:]
+    titled = run(home, "stats", "-c", pg_url)
+    assert f"collection {named}" in titled.stdout, titled.stdout
     drawn = run(home, "viz", "-o", str(tmp_path / "graph.png"), "-c", pg_url, "--query", SAMPLE_QUESTION)
     assert drawn.returncode == 0, drawn.stderr[-2000:]
     assert (tmp_path / "graph.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from hyperfolio.cli_common import CollectionOpt
 from hyperfolio.collection import RETRIEVAL_MODES as STRATEGIES
 from hyperfolio.collection import AddResult
 from hyperfolio.config import Settings
@@ -214,20 +215,12 @@ def tune_command(
     questions: Annotated[
         Path, typer.Option("--questions", help="JSONL: question, doc, evidence_pages or evidence_paragraphs.")
     ],
-    collection: Annotated[
-        str | None,
-        typer.Option(
-            "--collection",
-            "-c",
-            envvar="HYPERFOLIO_COLLECTION",
-            help="Collection directory. Default: ~/.local/share/hyperfolio/default.",
-        ),
-    ] = None,
+    collection: CollectionOpt = None,
     folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds, whole documents held out.")] = 5,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; keep the ranker in use.")] = False,
 ) -> None:
     """Fit the `auto` ranker to your own labelled questions and keep it in the collection."""
-    from hyperfolio.cli_common import location, open_existing
+    from hyperfolio.cli_common import open_existing
     from hyperfolio.eval.tune import load_labelled, tune
 
     try:
@@ -245,4 +238,4 @@ def tune_command(
     for layout, ranker in sorted(report.ranker.rankers.items()):
         top = sorted(ranker.weights().items(), key=lambda kv: -abs(kv[1]))[:6]
         console.print(f"{layout} documents, strongest features: " + ", ".join(f"{n} {w:+.2f}" for n, w in top))
-    console.print("kept the ranker in use (dry run)" if dry_run else f"saved the ranker in {location(collection)}")
+    console.print("kept the ranker in use (dry run)" if dry_run else f"saved the ranker in {col.label}")

@@ -1,11 +1,14 @@
 """The cross-modal holistic view: new facts checked against accepted ones (HVM-GraphRAG 3.1.2).
 
-A document's facts are processed in reading order. For each chunk, its new facts are pooled with
-the accepted facts about the same heads (this document's so far and the collection's), grouped
-by shared (head, relation), (head, tail) or head, and every group of two or more that holds a new
-fact is a candidate. A detector confirms real conflicts; a resolver decides keep / merge /
-revise / drop using the chunks that support the facts. Dropped facts leave the graph, and so do
-the entity -> chunk evidence links that only they supported. Every decision is recorded.
+A document's facts are processed in reading order. For each chunk, its new facts meet the
+accepted facts about the same heads (this document's so far and the collection's), held in a
+`FactView`. A detector finds the real conflicts among them: the offline one compares a new fact
+only with the facts its rules could call a rival (blocked by head, relation, unit or concept) and
+with at most `max_candidates` of those, so the work per new fact does not grow with the
+collection; a model detector is asked about groups sharing (head, relation), (head, tail) or head.
+A resolver decides keep / merge / revise / drop using the chunks that support the facts. Dropped
+facts leave the graph, and so do the entity -> chunk evidence links that only they supported.
+Every decision is recorded.
 
 The offline detector and resolver are deterministic rules; `reconcile_llm` holds the
 language-model ones, which share these types.
@@ -13,9 +16,11 @@ language-model ones, which share these types.
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Protocol
 
 from hyperfolio.hypergraph.extract import FACT
@@ -58,13 +63,27 @@ class Fact:
         """(page, order) of its first evidence: later sections come later."""
         return min((_chunk_position(c) for c in self.chunks), default=(0, 0))
 
-    @property
-    def years(self) -> set[str]:
-        return years_in(self.description) - years_in(self.tail_name)
+    # What the rules read off a fact's text, computed once per fact: a document's facts meet many
+    # others, and re-reading both statements for every pair was most of reconciliation's time.
+    @cached_property
+    def years(self) -> frozenset[str]:
+        return frozenset(years_in(self.description) - years_in(self.tail_name))
 
-    @property
+    @cached_property
     def value(self) -> float | None:
         return first_number(self.tail_name) if re.search(r"\d", self.tail_name) else None
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        return frozenset(statement_words(self))
+
+    @cached_property
+    def unit(self) -> str:
+        return _unit(self.tail_name)
+
+    @cached_property
+    def tokens(self) -> frozenset[str]:
+        return frozenset(normalize_name(self.tail_name).split())
 
 
 def _chunk_position(chunk_id: str) -> tuple[int, int]:
@@ -93,6 +112,9 @@ class Resolution:
 
 class ConflictDetector(Protocol):
     name: str
+
+    def detect(self, view: FactView, batch: Sequence[Fact]) -> Detection:
+        """The real conflicts between a batch of new facts (in `view` already) and the facts before them."""
 
     def confirm(self, groups: list[list[Fact]]) -> list[Conflict]:
         """The real conflicts among candidate groups (pairs of facts with a kind and a reason)."""
@@ -142,16 +164,153 @@ def comparable(a: Fact, b: Fact) -> bool:
         return False
     if a.from_table or b.from_table:
         return True
-    wa, wb = statement_words(a), statement_words(b)
+    wa, wb = a.words, b.words
     return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= RESTATEMENT
 
 
+@lru_cache(maxsize=4096)
+def _relation_marks(relation: str) -> tuple[bool, bool]:
+    """(names a label or position, gives its head one value at a time) by the relation's words."""
+    words = set(relation.split("_"))
+    return bool(words & _REFERENCE_WORDS), bool(words & _FUNCTIONAL_WORDS)
+
+
 def functional(fact: Fact) -> bool:
-    return fact.from_table or bool(set(fact.relation.split("_")) & _FUNCTIONAL_WORDS)
+    return fact.from_table or _relation_marks(fact.relation)[1]
 
 
-def _tokens(name: str) -> set[str]:
-    return set(normalize_name(name).split())
+def _concept_of(fact: Fact) -> str:
+    """The tail concept that makes two one-value relations rivals ("" for a generic one)."""
+    return fact.tail_concept if fact.tail_concept not in GENERIC_CONCEPTS else ""
+
+
+Block = tuple[str, ...]
+
+
+def _filed_under(fact: Fact) -> list[Block]:
+    """The blocks a fact is filed under: `OfflineDetector.pair` only ever calls two facts rivals when
+    they share one (a head and relation with numbers in one unit; a head and relation without
+    numbers; a head's one-value relations towards one concept). Cells and sentences apart."""
+    if _relation_marks(fact.relation)[0]:
+        return []  # labels and positions never conflict
+    cell = "table" if fact.from_table else "text"
+    if fact.value is not None:
+        return [("value", fact.head, fact.relation, fact.unit, cell)]
+    blocks: list[Block] = [("relation", fact.head, fact.relation, cell)]
+    if functional(fact) and _concept_of(fact):
+        blocks.append(("concept", fact.head, _concept_of(fact), cell))
+    return blocks
+
+
+def _rival_blocks(fact: Fact) -> list[Block]:
+    """The blocks where the earlier facts a new one may conflict with are filed (see `pair`): two
+    cells are never compared, and without numbers an earlier fact must give one value at a time."""
+    cells = ["text"] if fact.from_table else ["table", "text"]
+    out = []
+    for block in _filed_under(fact):
+        kind = block[0]
+        if kind == "relation" and not _relation_marks(fact.relation)[1]:
+            # Only a cell makes such a relation one-valued: a sentence's rival is an earlier cell.
+            out += [] if fact.from_table else [(*block[:-1], "table")]
+        else:
+            out += [(*block[:-1], cell) for cell in cells]
+    return out
+
+
+_Entry = tuple[int, str, Fact]  # (entry order, edge id, fact): sorts by entry order
+
+
+class FactView:
+    """The facts new ones are checked against, in the order they entered (the collection's accepted
+    facts first, then the document's, chunk by chunk), by head and by block (`_filed_under`)."""
+
+    def __init__(self, facts: Sequence[Fact] = ()) -> None:
+        self._order: dict[str, int] = {}
+        self._next = 0
+        self._heads: dict[str, dict[str, Fact]] = {}
+        self._blocks: dict[Block, list[_Entry]] = {}
+        self.add(facts)
+
+    def __contains__(self, fact: Fact) -> bool:
+        return fact.edge_id in self._order
+
+    def order(self, fact: Fact) -> int:
+        return self._order[fact.edge_id]
+
+    def add(self, facts: Sequence[Fact]) -> None:
+        for fact in facts:
+            self._order[fact.edge_id] = self._next
+            self._next += 1
+            self._heads.setdefault(fact.head, {})[fact.edge_id] = fact
+            self._file(fact)
+
+    def remove(self, facts: Sequence[Fact]) -> None:
+        for fact in facts:
+            if fact in self:
+                self._unfile(fact)
+                del self._heads[fact.head][fact.edge_id]
+                del self._order[fact.edge_id]
+
+    def relabel(self, fact: Fact, relation: str) -> None:
+        """Give a fact its revised relation, and file it where that relation belongs."""
+        if fact not in self:
+            fact.relation = relation
+            return
+        self._unfile(fact)
+        fact.relation = relation
+        self._file(fact)
+
+    def about(self, head: str) -> list[Fact]:
+        return list(self._heads.get(head, {}).values())
+
+    def rivals(self, fact: Fact, limit: int) -> tuple[list[Fact], bool]:
+        """The facts that entered before `fact` in the blocks its rivals are filed under: the `limit`
+        latest of them (so what a new fact costs does not grow with the collection), and whether
+        there were more."""
+        before = (self.order(fact),)
+        latest: dict[str, _Entry] = {}
+        more = False
+        for block in _rival_blocks(fact) if limit > 0 else []:
+            entries = self._blocks.get(block, [])
+            end = bisect.bisect_left(entries, before)
+            more = more or end > limit
+            latest.update((entry[1], entry) for entry in entries[max(0, end - limit) : end])
+        more = more or len(latest) > limit
+        return [other for _, _, other in sorted(latest.values())[-limit:]], more
+
+    def groups(self, batch: Sequence[Fact], limit: int) -> list[list[Fact]]:
+        """`candidate_groups` of a batch (in the view) among the `limit` latest earlier facts of each
+        of its heads: what a model detector is asked about."""
+        ids = {f.edge_id for f in batch}
+        heads = dict.fromkeys(f.head for f in batch)
+        earlier = [f for head in heads for f in [f for f in self.about(head) if f.edge_id not in ids][-limit:]]
+        return candidate_groups(batch, earlier + list(batch))
+
+    def _file(self, fact: Fact) -> None:
+        entry = (self._order[fact.edge_id], fact.edge_id, fact)
+        for block in _filed_under(fact):
+            bisect.insort(self._blocks.setdefault(block, []), entry)
+
+    def _unfile(self, fact: Fact) -> None:
+        key = (self._order[fact.edge_id],)
+        for block in _filed_under(fact):
+            entries = self._blocks.get(block, [])
+            at = bisect.bisect_left(entries, key)
+            if at < len(entries) and entries[at][1] == fact.edge_id:
+                del entries[at]
+
+
+@dataclass
+class Detection:
+    conflicts: list[Conflict]
+    groups: int  # candidate groups looked at: asked about (a model), or new facts that met rivals
+    capped: int = 0  # new facts with more earlier rivals than the detector looked at
+
+
+# How many earlier facts one new fact is compared with, at most: the latest of its blocks. Past it, a
+# conflict with an older statement (an earlier filing's) goes unseen; `Detection.capped` counts the
+# new facts cut short.
+MAX_RIVALS = 64
 
 
 class OfflineDetector:
@@ -161,14 +320,17 @@ class OfflineDetector:
 
     name = "offline"
 
+    def __init__(self, max_rivals: int = MAX_RIVALS) -> None:
+        self.max_rivals = max_rivals
+
     def pair(self, a: Fact, b: Fact) -> Conflict | None:
         if a.head != b.head or a.tail == b.tail or not comparable(a, b):
             return None
         same_relation = a.relation == b.relation
-        if set(a.relation.split("_")) & _REFERENCE_WORDS or set(b.relation.split("_")) & _REFERENCE_WORDS:
+        if _relation_marks(a.relation)[0] or _relation_marks(b.relation)[0]:
             return None
         if a.value is not None and b.value is not None:
-            if not same_relation or a.value == b.value or _unit(a.tail_name) != _unit(b.tail_name):
+            if not same_relation or a.value == b.value or a.unit != b.unit:
                 return None
             if a.years and b.years and a.years != b.years:
                 years = ", ".join(sorted(a.years | b.years))
@@ -179,7 +341,7 @@ class OfflineDetector:
             )
         if a.value is not None or b.value is not None:
             return None
-        ta, tb = _tokens(a.tail_name), _tokens(b.tail_name)
+        ta, tb = a.tokens, b.tokens
         if same_relation and functional(a):
             if ta and tb and (ta < tb or tb < ta):
                 return Conflict(GRANULARITY, (a, b), f"{a.tail_name} and {b.tail_name} differ in specificity")
@@ -188,8 +350,7 @@ class OfflineDetector:
             not same_relation
             and functional(a)
             and functional(b)
-            and a.tail_concept
-            and a.tail_concept not in GENERIC_CONCEPTS
+            and _concept_of(a)
             and a.tail_concept == b.tail_concept
             and not (ta < tb or tb < ta)
         ):
@@ -202,6 +363,7 @@ class OfflineDetector:
         return None
 
     def confirm(self, groups: list[list[Fact]]) -> list[Conflict]:
+        """Every pair of each group with a new fact in it (a model detector's fallback)."""
         found: dict[tuple[str, str], Conflict] = {}
         for group in groups:
             for i, a in enumerate(group):
@@ -212,6 +374,39 @@ class OfflineDetector:
                     if key not in found and (conflict := self.pair(a, b)):
                         found[key] = conflict  # type: ignore[index]
         return list(found.values())
+
+    def detect(self, view: FactView, batch: Sequence[Fact]) -> Detection:
+        """Each new fact against its latest `max_rivals` rivals that entered the view before it; the
+        conflicts in the order `confirm` finds them over the batch's `candidate_groups`."""
+        rank = _discovery(view, batch)
+        found: list[tuple[tuple[int, int, int], Conflict]] = []
+        groups = capped = 0
+        for fact in batch:
+            rivals, more = view.rivals(fact, self.max_rivals)
+            groups += bool(rivals)
+            capped += more
+            found += [(rank(other, fact), c) for other in rivals if (c := self.pair(other, fact))]
+        return Detection([c for _, c in sorted(found, key=lambda item: item[0])], groups, capped)
+
+
+def _discovery(view: FactView, batch: Sequence[Fact]) -> Callable[[Fact, Fact], tuple[int, int, int]]:
+    """Where all-pairs confirmation over `candidate_groups(batch, pool)` meets a pair (a before b):
+    groups come three per new fact - (head, relation), (head, tail), head - and a pair's first group
+    is its relation's group or its head's, whichever comes first; in a group, pairs go in entry
+    order. Sorting by this keeps the order conflicts are resolved in (and logged) as it was."""
+    first_head: dict[str, int] = {}
+    first_relation: dict[tuple[str, str], int] = {}
+    for i, fact in enumerate(batch):
+        first_head.setdefault(fact.head, 3 * i + 2)
+        first_relation.setdefault((fact.head, fact.relation), 3 * i)
+
+    def rank(a: Fact, b: Fact) -> tuple[int, int, int]:
+        group = first_head[b.head]
+        if a.relation == b.relation:
+            group = min(group, first_relation[(b.head, b.relation)])
+        return group, view.order(a), view.order(b)
+
+    return rank
 
 
 class OfflineResolver:
@@ -269,6 +464,7 @@ class ReconcileReport:
     revised: int = 0
     dropped: int = 0
     unresolved: int = 0  # conflicts where nothing showed which fact holds: both kept
+    capped: int = 0  # new facts compared with only the latest of their rivals (not stored)
     decisions: list[Decision] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # entities of earlier documents whose facts changed
     # What to change in the store, applied by `apply_reconcile` (with the graph's own writes, so a
@@ -288,11 +484,15 @@ def candidate_groups(new: Sequence[Fact], pool: Sequence[Fact]) -> list[list[Fac
         lambda f: (f.head, f.tail),
         lambda f: (f.head,),
     )
+    index: dict[tuple[int, tuple[str, ...]], list[Fact]] = {}
+    for fact in pool:
+        for n, key in enumerate(keys):
+            index.setdefault((n, key(fact)), []).append(fact)
     seen: set[frozenset[str]] = set()
     groups: list[list[Fact]] = []
     for fact in new:
-        for key in keys:
-            group = [f for f in pool if key(f) == key(fact)]
+        for n, key in enumerate(keys):
+            group = index.get((n, key(fact)), [])
             ids = frozenset(f.edge_id for f in group)
             if len(group) > 1 and ids not in seen:
                 seen.add(ids)
@@ -327,20 +527,26 @@ def _merged_facts(merged: MergedGraph, tables: set[str]) -> list[Fact]:
     return sorted(out, key=lambda f: (f.position, f.edge_id))
 
 
-def detection_batches(merged: MergedGraph, tables: set[str]) -> list[list[list[Fact]]]:
+def _batches(facts: Sequence[Fact]) -> list[list[Fact]]:
+    """A document's facts by the chunk that first states them, in reading order."""
+    by_chunk: dict[str, list[Fact]] = {}
+    for fact in facts:
+        by_chunk.setdefault(min(fact.chunks, key=_chunk_position) if fact.chunks else "", []).append(fact)
+    return [by_chunk[chunk] for chunk in sorted(by_chunk, key=_chunk_position)]
+
+
+# The latest earlier facts per head a model detector's candidate groups are drawn from.
+GROUP_POOL = 48
+
+
+def detection_batches(merged: MergedGraph, tables: set[str], pool: int = GROUP_POOL) -> list[list[list[Fact]]]:
     """The candidate groups the detector would be asked about, batch by batch (one batch per chunk),
     counting only the document's own facts (no earlier documents): what `hyperfolio estimate` plans."""
-    by_chunk: dict[str, list[Fact]] = {}
-    for fact in _merged_facts(merged, tables):
-        by_chunk.setdefault(min(fact.chunks, key=_chunk_position) if fact.chunks else "", []).append(fact)
-    view: dict[str, list[Fact]] = {}  # as in `reconcile`: each batch meets the facts of the batches before it
+    view = FactView()
     batches = []
-    for chunk in sorted(by_chunk, key=_chunk_position):
-        batch = by_chunk[chunk]
-        pool = [f for h in {f.head for f in batch} for f in view.get(h, [])] + batch
-        batches.append(candidate_groups(batch, pool))
-        for fact in batch:
-            view.setdefault(fact.head, []).append(fact)
+    for batch in _batches(_merged_facts(merged, tables)):
+        view.add(batch)  # as in `reconcile`: each batch meets the facts of the batches before it
+        batches.append(view.groups(batch, pool))
     return batches
 
 
@@ -391,67 +597,71 @@ def reconcile(
     stored = _stored_facts(store, list({f.head for f in new_facts}), {f.edge_id for f in new_facts})
     report.merged = sum(1 for f in new_facts if len(set(f.chunks)) > 1)
     report.merged += len({f.edge_id for f in new_facts} & set(store_fact_ids(store, new_facts)))
-    view: dict[str, list[Fact]] = {}
-    for fact in stored:
-        view.setdefault(fact.head, []).append(fact)
-    by_chunk: dict[str, list[Fact]] = {}
-    for fact in new_facts:
-        by_chunk.setdefault(min(fact.chunks, key=_chunk_position) if fact.chunks else "", []).append(fact)
+    view = FactView(stored)
     dropped: list[Fact] = []
-    for chunk in sorted(by_chunk, key=_chunk_position):
-        batch = by_chunk[chunk]
-        pool = list({f.edge_id: f for h in {f.head for f in batch} for f in view.get(h, [])}.values()) + batch
-        groups = candidate_groups(batch, pool)
-        report.groups += len(groups)
-        conflicts = detector.confirm(groups) if groups else []
-        report.conflicts += len(conflicts)
-        gone: set[str] = set()
-        for conflict in conflicts:
-            if any(f.edge_id in gone for f in conflict.facts):
-                continue  # one side already left the view through an earlier conflict
-            chunk_ids = list(dict.fromkeys(c for f in conflict.facts for c in f.chunks))
-            texts = {c.chunk_id: c.text for c in store.get_chunks(chunk_ids)}
-            resolutions = resolver.resolve(conflict, texts)
-            report.unresolved += any(r.unresolved for r in resolutions)
-            for resolution in resolutions:
-                fact = resolution.fact
-                other = next(f for f in conflict.facts if f is not fact)
-                report.decisions.append(
-                    Decision(
-                        doc_id,
-                        conflict.kind,
-                        resolution.decision,
-                        fact.text,
-                        other.text,
-                        resolution.reason,
-                        list(dict.fromkeys(fact.chunks)),
-                        resolver.name,
-                    )
-                )
-                if not fact.new and resolution.decision != "kept":
-                    report.touched.update((fact.head, fact.tail))
-                if resolution.decision == "dropped":
-                    report.dropped += 1
-                    gone.add(fact.edge_id)
-                    dropped.append(fact)
-                elif resolution.decision == "revised" and resolution.relation:
-                    report.revised += 1
-                    fact.relation = resolution.relation
-                    if fact.new:
-                        merged.edges[fact.edge_id].relation = resolution.relation
-                    else:
-                        report.relabels[fact.edge_id] = resolution.relation
-                else:
-                    report.kept += 1
-        for fact in batch:
-            if fact.edge_id not in gone:
-                view.setdefault(fact.head, []).append(fact)
-        for head, facts in view.items():
-            view[head] = [f for f in facts if f.edge_id not in gone]
+    for batch in _batches(new_facts):
+        view.add(batch)
+        found = detector.detect(view, batch)
+        report.groups += found.groups
+        report.capped += found.capped
+        report.conflicts += len(found.conflicts)
+        gone = _resolve(store, merged, doc_id, view, found.conflicts, resolver, report)
+        view.remove(gone)
+        dropped += gone
     _drop(store, merged, dropped, new_facts + stored, report)
     if apply:
         apply_reconcile(store, doc_id, report)
     return report
+
+
+def _resolve(
+    store: Store,
+    merged: MergedGraph,
+    doc_id: str,
+    view: FactView,
+    conflicts: list[Conflict],
+    resolver: ConflictResolver,
+    report: ReconcileReport,
+) -> list[Fact]:
+    """Resolve a batch's conflicts in order and record each decision; the facts dropped."""
+    gone: dict[str, Fact] = {}
+    for conflict in conflicts:
+        if any(f.edge_id in gone for f in conflict.facts):
+            continue  # one side already left the view through an earlier conflict
+        chunk_ids = list(dict.fromkeys(c for f in conflict.facts for c in f.chunks))
+        texts = {c.chunk_id: c.text for c in store.get_chunks(chunk_ids)}
+        resolutions = resolver.resolve(conflict, texts)
+        report.unresolved += any(r.unresolved for r in resolutions)
+        for resolution in resolutions:
+            fact = resolution.fact
+            other = next(f for f in conflict.facts if f is not fact)
+            report.decisions.append(
+                Decision(
+                    doc_id,
+                    conflict.kind,
+                    resolution.decision,
+                    fact.text,
+                    other.text,
+                    resolution.reason,
+                    list(dict.fromkeys(fact.chunks)),
+                    resolver.name,
+                )
+            )
+            if not fact.new and resolution.decision != "kept":
+                report.touched.update((fact.head, fact.tail))
+            if resolution.decision == "dropped":
+                report.dropped += 1
+                gone[fact.edge_id] = fact
+            elif resolution.decision == "revised" and resolution.relation:
+                report.revised += 1
+                view.relabel(fact, resolution.relation)
+                if fact.new:
+                    merged.edges[fact.edge_id].relation = resolution.relation
+                else:
+                    report.relabels[fact.edge_id] = resolution.relation
+            else:
+                report.kept += 1
+    return list(gone.values())
 
 
 def apply_reconcile(

@@ -10,16 +10,20 @@ or drop. A failed call falls back to the offline rules for that group or conflic
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
 from hyperfolio.hypergraph.reconcile import (
     GRANULARITY,
+    GROUP_POOL,
     MUTUAL,
     TEMPORAL,
     Conflict,
+    Detection,
     Fact,
+    FactView,
     OfflineDetector,
     OfflineResolver,
     Resolution,
@@ -108,9 +112,12 @@ class LLMDetector:
 
     name = "llm"
 
-    def __init__(self, chat: StructuredChatModel, max_group: int = 12, stage: str = STAGE) -> None:
+    def __init__(
+        self, chat: StructuredChatModel, max_group: int = 12, stage: str = STAGE, pool: int = GROUP_POOL
+    ) -> None:
         self.chat = chat
         self.max_group = max_group
+        self.pool = pool  # the latest earlier facts per head that groups are drawn from
         self.stage = stage
         self.fallback = OfflineDetector()
         self.calls = 0
@@ -133,6 +140,10 @@ class LLMDetector:
             {"role": "system", "content": DETECT_PROMPT},
             {"role": "user", "content": f"Facts:\n{facts}\n\nWhich pairs conflict?"},
         ]
+
+    def detect(self, view: FactView, batch: Sequence[Fact]) -> Detection:
+        groups = view.groups(batch, self.pool)
+        return Detection(self.confirm(groups) if groups else [], len(groups))
 
     def confirm(self, groups: list[list[Fact]]) -> list[Conflict]:
         trimmed = [self.trim(g) for g in groups if any(f.new for f in g)]

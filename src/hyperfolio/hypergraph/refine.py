@@ -5,8 +5,9 @@ An anchor is an entity whose provenance spans at least tau pages. Its star expan
 cross-page hyperedges (`refine`), merged back into the index. Each anchor's star has
 a signature (its incident edge ids); only anchors whose signature changed since their
 last refinement are refined again, so adding pages or documents touches only what
-they change. `refine_pages` is the cost baseline: every page re-examined with its
-neighbours' context.
+they change. A star is read up to `MAX_STAR` edges, so an anchor that every document
+of a collection mentions costs no more with each one. `refine_pages` is the cost
+baseline: every page re-examined with its neighbours' context.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hyperfolio.hypergraph.extract import HIGH, LOW, REFINE, ExtractedEdge
 from hyperfolio.hypergraph.merge import edge_id
 from hyperfolio.model import Entity, Hyperedge
 from hyperfolio.phrases import content_words
-from hyperfolio.store.base import HypergraphStore
+from hyperfolio.store.base import GraphStore, HypergraphStore
 
 
 @dataclass
@@ -78,7 +79,11 @@ class OfflineRefiner:
             for member in s.names:
                 if member != anchor.entity_id:
                     met_on.setdefault(member, set()).update(s.pages)
-        ranked = sorted(met_on, key=lambda m: (-len(met_on[m]), star_name(star, m)))
+        names: dict[str, str] = {}  # each member's name as the first edge naming it gives it
+        for s in star:
+            for member, name in s.names.items():
+                names.setdefault(member, name)
+        ranked = sorted(met_on, key=lambda m: (-len(met_on[m]), names[m]))
         members = [anchor.entity_id] + ranked[: self.max_members - 1]
         if len(members) < 2:
             return []
@@ -120,13 +125,6 @@ class OfflineRefiner:
         return [ExtractedEdge(REFINE, shared[: self.max_members], description, [], 0.6, chunks)]
 
 
-def star_name(star: list[StarEdge], entity: str) -> str:
-    for s in star:
-        if entity in s.names:
-            return s.names[entity]
-    return entity
-
-
 def load_star(store: HypergraphStore, edge_ids: list[str]) -> list[StarEdge]:
     edges = store.get_hyperedges(edge_ids)
     members = list({m for e in edges for m, _ in e.members})
@@ -136,6 +134,11 @@ def load_star(store: HypergraphStore, edge_ids: list[str]) -> list[StarEdge]:
 
 
 STAR_EDGES = 16  # the most hyperedges of one anchor's star a refiner is shown
+# The most hyperedges of one anchor's star that refinement reads: those with the lowest ids, which (being
+# hashes) are a sample spread at random over the documents and pages the anchor is on. "The Company" of
+# a library of filings then costs the same in the 25th filing as in the second, and is refined again only
+# when a new edge enters that sample; what is given up is the rest of a star past this size.
+MAX_STAR = 256
 
 
 def spread_over_pages(star: list[StarEdge], cap: int = STAR_EDGES) -> list[StarEdge]:
@@ -243,7 +246,7 @@ def select_anchors(pages: dict[str, set[tuple[str, int]]], names: dict[str, str]
 
 
 def refine_anchors(
-    store: HypergraphStore,
+    store: GraphStore,
     refiner: Refiner,
     candidates: list[str],
     min_pages: int,
@@ -251,11 +254,14 @@ def refine_anchors(
     max_anchors: int = 8,
     max_edges: int = 32,
     cover: int = 2,
+    max_star: int = MAX_STAR,
 ) -> RefineReport:
-    """Refine the anchors among `candidates` whose star expansion changed since they were last refined.
+    """Refine the anchors among `candidates` whose star (up to `max_star` edges) changed since they were
+    last refined.
 
     Anchors are entities on at least `min_pages` pages that cross a page (or document) boundary,
-    selected by `select_anchors` to bridge each boundary at most `cover` times."""
+    selected by `select_anchors` to bridge each boundary at most `cover` times. What changes is written
+    at the end, in one transaction."""
     report = RefineReport()
     pages = {e: p for e, p in store.entity_pages(candidates).items() if len(p) >= min_pages}
     entities = {e.entity_id: e for e in store.get_entities(list(pages)) if e.type not in exclude_types}
@@ -266,7 +272,7 @@ def refine_anchors(
     previous = store.refine_signatures(anchors)
     changed: list[tuple[str, str, list[str], list[str]]] = []  # anchor, signature, old refined edges, star
     for anchor_id in anchors:
-        edges = sorted(incident.get(anchor_id, []))
+        edges = sorted(incident.get(anchor_id, []))[:max_star]
         signature = hashlib.sha1("|".join(edges).encode()).hexdigest()
         old_signature, old_edges = previous.get(anchor_id, ("", []))
         if signature == old_signature:
@@ -274,20 +280,28 @@ def refine_anchors(
         else:
             changed.append((anchor_id, signature, old_edges, edges))
     stars = {anchor_id: load_star(store, edges) for anchor_id, _, _, edges in changed}
+    refined: dict[str, tuple[Hyperedge, list[str]]] = {}
+    stale: list[str] = []
+    signatures: list[tuple[str, str, list[str]]] = []
     for group in group_anchors([a for a, _, _, _ in changed], stars, max_anchors, max_edges):
         results = refiner.refine_group([(entities[a], stars[a]) for a in group])
         for anchor_id, signature, old_edges, _ in (c for c in changed if c[0] in group):
             report.refined += 1
-            extracted = results.get(anchor_id, [])
-            refined = [(_to_hyperedge(e), e.chunks) for e in extracted if len(set(e.members)) >= 2]
-            new_ids = [h.edge_id for h, _ in refined]
-            stale = [e for e in old_edges if e not in new_ids]
-            store.delete_hyperedges(stale)
-            report.edges_removed += len(stale)
-            store.write_graph([], refined)
-            store.set_refine_signature(anchor_id, signature, new_ids)
+            made = [(_to_hyperedge(e), e.chunks) for e in results.get(anchor_id, []) if len(set(e.members)) >= 2]
+            new_ids = [h.edge_id for h, _ in made]
+            refined.update((h.edge_id, (h, chunks)) for h, chunks in made)
+            stale += [e for e in old_edges if e not in new_ids]
+            signatures.append((anchor_id, signature, new_ids))
             report.edges_added += len([h for h in new_ids if h not in old_edges])
             report.added_edge_ids.extend(new_ids)
+    gone = list(dict.fromkeys(e for e in stale if e not in refined))
+    report.edges_removed = len(stale)
+    if signatures:
+        with store.atomic():  # one delete: each sweeps the vectors of every hyperedge
+            store.delete_hyperedges(gone)
+            store.write_graph([], list(refined.values()))
+            for anchor_id, signature, new_ids in signatures:
+                store.set_refine_signature(anchor_id, signature, new_ids)
     return report
 
 

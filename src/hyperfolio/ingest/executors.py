@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -64,7 +65,11 @@ def _init_worker(memory_mb: int = 0) -> None:
     """One thread per worker for the native libraries (the pool is the parallelism), at most
     `memory_mb` of address space (a page made to exhaust memory fails its file, not the machine;
     OCR processes started here inherit the limit), and no worker outlives the writer: killed or
-    crashed, its workers exit too."""
+    crashed, its workers exit too. Ctrl-C at a terminal reaches every process of the group: a worker
+    ignores it (it was started with SIGINT blocked, so one that came while it started is dropped too),
+    and the writer, which handles it, stops the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if memory_mb > 0:
         import resource
 
@@ -100,15 +105,34 @@ class ProcessExecutor:
             self._pool = ProcessPoolExecutor(
                 self.workers, mp_context=context, initializer=_init_worker, initargs=(self.memory_mb,)
             )
-        return self._pool.submit(fn, *args)
+        # A worker starts here (the pool starts them as tasks come) with SIGINT blocked: see `_init_worker`.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return self._pool.submit(fn, *args)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def share(self, path: Path, data: bytes) -> Any:
         return str(path)  # workers read the file themselves: no copy through a pipe
 
     def close(self, abandon: bool = False) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=not abandon, cancel_futures=True)
-            self._pool = None
+        """`abandon` kills the workers: neither the shutdown nor this process's exit then waits for the
+        pages they were parsing (seconds for a batch of heavy pages); the writer parses them again on resume."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if abandon:
+            _kill_workers(pool)
+        pool.shutdown(wait=not abandon, cancel_futures=True)
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    kill = getattr(pool, "kill_workers", None)  # Python 3.14
+    if kill is not None:
+        kill()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
 
 
 def make_executor(workers: int | None = None, ray: str | None = None, memory_mb: int = 0) -> Executor:

@@ -195,7 +195,9 @@ class ParseAhead:
         ]
 
     def document(self, job: FileJob, times: StageTimes, on_page: Callable[[int, int], None] | None = None) -> Document:
-        """The job's parsed document, once its batches are done; parse seconds go to `times`."""
+        """The job's parsed document, once its batches are done; parse seconds go to `times`. `on_page` hears
+        of pages as they are parsed, last of all the count the document has (a format without pages has
+        its virtual pages only now, where its quick count said one)."""
         if job.locked:  # not decrypted ahead (prepared by hand): now, or its reason
             job.unlock()
             if job.error is not None:
@@ -204,9 +206,12 @@ class ParseAhead:
         for part in parts:
             times.merge(part.times)
         with times.stage("assemble" if parts else "text"):
-            return finish_document(
+            doc = finish_document(
                 job.path, job.data, self.options, parts or None, on_page=on_page, content_hash=job.content_hash
             )
+        if on_page is not None:
+            on_page(len(doc.pages), len(doc.pages))
+        return doc
 
     def _read_here(self, job: FileJob, on_page: Callable[[int, int], None] | None) -> list[Any]:
         """In this process, page by page, with progress (no workers, or none that can start)."""

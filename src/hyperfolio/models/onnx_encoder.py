@@ -15,6 +15,8 @@ import logging
 import os
 import struct
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ log = logging.getLogger(__name__)
 
 OPSET = 17  # LayerNormalization appeared in opset 17
 MASKED = -10000.0  # added to attention scores of padding: exp() of it is 0 in float32
+WIDTH_SHARE = 0.8  # an input joins a batch when at least this share of the batch's width (padding <= 20 %)
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,20 @@ def _quantize(source: Path, target: Path) -> None:
         )
 
 
+def length_batches(order: Sequence[int], lengths: Sequence[int], size: int) -> Iterator[list[int]]:
+    """`order` (longest first) cut into batches of at most `size`, each closed before an input shorter than
+    WIDTH_SHARE of its first: every input is padded to its batch's width, and padding costs what tokens cost
+    (a question's passages, 5 to 160 tokens in one batch, were mostly padding)."""
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) >= size or lengths[i] < WIDTH_SHARE * lengths[batch[0]]):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
 class OnnxSentenceEncoder:
     """Mean-pooled sentence vectors of a packaged BERT model (not normalised), on onnxruntime's CPU provider.
 
@@ -311,18 +328,50 @@ class OnnxSentenceEncoder:
         return self.encode_ids(self.token_ids(texts))
 
     def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int | None = None) -> np.ndarray:
-        """Vectors for already tokenised inputs, in their order."""
+        """Vectors for already tokenised inputs, in their order (batched by `length_batches`)."""
         size = batch_size or self.batch_size
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        for start in range(0, len(order), size):
-            batch = order[start : start + size]
+        for batch in length_batches(order, [len(i) for i in ids], size):
             width = max(len(ids[i]) for i in batch)
             input_ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
             for row, i in enumerate(batch):
                 input_ids[row, : len(ids[i])] = ids[i]
                 mask[row, : len(ids[i])] = 1
-            (vectors,) = self.session.run(None, {"input_ids": input_ids, "attention_mask": mask})
-            out[batch] = vectors
+            out[batch] = self._run({"input_ids": input_ids, "attention_mask": mask})
         return out
+
+    def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        """One onnxruntime run. A run holds its thread in native code until it ends (seconds for a batch of
+        long chunks on a small CPU), and Python answers Ctrl-C and SIGTERM on the main thread only: there the
+        run goes to a helper thread while the main thread waits, and an interrupt sets the run's terminate
+        flag, which stops it within one node of the graph (or before it begins). The helper is waited for
+        even then: a run still going while the interpreter exits aborts the process."""
+        if threading.current_thread() is not threading.main_thread():
+            return self.session.run(None, feed)[0]
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        outcome: list[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append(self.session.run(None, feed, options)[0])
+            except BaseException as exc:  # handed to the waiting thread
+                outcome.append(exc)
+
+        helper = threading.Thread(target=run, name="hyperfolio-onnx-run", daemon=True)
+        try:
+            helper.start()
+            helper.join()
+        except BaseException:
+            options.terminate = True
+            deadline = time.monotonic() + 5.0
+            while not outcome and time.monotonic() < deadline:
+                with contextlib.suppress(BaseException):  # a second Ctrl-C: the first is on its way out
+                    helper.join(timeout=0.05) if helper.is_alive() else time.sleep(0.01)
+            raise
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]

@@ -15,7 +15,7 @@ import numpy as np
 from hyperfolio.model import EvidenceItem, EvidencePackage, PageScore
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.evidence import cite
-from hyperfolio.retrieve.features import Candidates, candidate_features
+from hyperfolio.retrieve.features import Candidates, candidate_features, source_rankings
 from hyperfolio.retrieve.ranker import RankerSet, layout_of, load_ranker
 
 
@@ -75,9 +75,13 @@ class AutoStrategy:
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
         rankers = ctx.ranker or load_ranker()
-        candidates = candidate_features(query, ctx, rankers.exclude)
-        order = order_rows(candidates, score_candidates(candidates, rankers, ctx))
-        evidence = candidate_package(query.text, self.name, candidates, order, ctx.titles, query.k)
+        with ctx.times.stage("candidates"):
+            source_rankings(query, ctx)  # every source's ranking, kept in the call's memo for the features
+        with ctx.times.stage("features"):
+            candidates = candidate_features(query, ctx, rankers.exclude)
+        with ctx.times.stage("ranker"):
+            order = order_rows(candidates, score_candidates(candidates, rankers, ctx))
+            evidence = candidate_package(query.text, self.name, candidates, order, ctx.titles, query.k)
         keywords = candidates.meta.get("keywords")
         if keywords is not None:
             evidence.meta["keywords"] = {"low": keywords.low, "high": keywords.high}

@@ -12,6 +12,7 @@ from hyperfolio.models.protocols import Embedder, StructuredChatModel
 from hyperfolio.retrieve.encoding import QueryMemo, TextCache
 from hyperfolio.retrieve.keywords import Decomposer, Keywords, OfflineDecomposer
 from hyperfolio.store.base import Store
+from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:
     from hyperfolio.retrieve.ranker import RankerSet
@@ -34,6 +35,7 @@ class RetrievalContext:
     ranker: RankerSet | None = None  # the learned rankers `auto` uses; None: the packaged ones
     memo: QueryMemo = field(default_factory=QueryMemo)  # one question's encodings; a new context per call
     texts: TextCache = field(default_factory=TextCache)  # words of indexed texts, kept by the collection
+    times: StageTimes = field(default_factory=StageTimes)  # seconds per stage a strategy reports, this call
 
     def keywords(self, question: str) -> Keywords:
         """K_low and K_high of the question, decomposed once per call."""

@@ -56,6 +56,6 @@ class TextCache:
     def put(self, key: Hashable, value: Any) -> Any:
         if len(self._values) >= self.limit:
             for old in list(self._values)[: self.limit // 10]:  # dicts keep insertion order
-                del self._values[old]
+                self._values.pop(old, None)  # another thread's question may have evicted it already
         self._values[key] = value
         return value

@@ -36,8 +36,8 @@ def keyword_entities(
         return found
     keywords = list(keywords)
     exact = ctx.store.entities_by_norm_name([normalize_name(k) for k in keywords])
-    for keyword, vector in zip(keywords, graph_vectors(keywords, ctx), strict=True):
-        hits = ctx.store.vector_search(ENTITY_SPACE, vector, per_keyword, doc_ids)
+    searched = ctx.store.vector_search_many(ENTITY_SPACE, graph_vectors(keywords, ctx), per_keyword, doc_ids)
+    for keyword, hits in zip(keywords, searched, strict=True):
         matched = {item_of(i): s for i, s in hits if s >= ctx.dual.entity_threshold}
         if normalize_name(keyword) in exact:
             matched[exact[normalize_name(keyword)]] = 1.0
@@ -70,8 +70,9 @@ def theme_keyword_edges(
     keywords = list(keywords)
     if not keywords:
         return found
-    for keyword, vector in zip(keywords, graph_vectors(keywords, ctx), strict=True):
-        for item, score in ctx.store.vector_search(HYPEREDGE_SPACE, vector, per_keyword, doc_ids):
+    searched = ctx.store.vector_search_many(HYPEREDGE_SPACE, graph_vectors(keywords, ctx), per_keyword, doc_ids)
+    for keyword, hits in zip(keywords, searched, strict=True):
+        for item, score in hits:
             edge = item_of(item)
             total, via = found.get(edge, (0.0, keyword))
             found[edge] = (total + score, via)
@@ -83,8 +84,8 @@ def matched_themes(query: Query, ctx: RetrievalContext, high: Sequence[str], lim
     score: dict[str, float] = defaultdict(float)
     probes = list(dict.fromkeys([query.text, *high]))
     docs = list(query.doc_ids) if query.doc_ids else None
-    for vector in graph_vectors(probes, ctx):
-        for item, s in ctx.store.vector_search(THEME_SPACE, vector, limit, docs):
+    for hits in ctx.store.vector_search_many(THEME_SPACE, graph_vectors(probes, ctx), limit, docs):
+        for item, s in hits:
             score[item_of(item)] = max(score[item_of(item)], s)
     return dict(sorted(score.items(), key=lambda kv: -kv[1])[:limit])
 

@@ -37,6 +37,7 @@ from hyperfolio.retrieve.base import typed_knobs
 from hyperfolio.server.jobs import PASSWORD_NEEDED, Job, JobQueue, Upload, unfinished_uploads
 from hyperfolio.server.library import Library
 from hyperfolio.server.problems import PROBLEM_RESPONSES, Problem, install, problem_response
+from hyperfolio.version import package_version
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ def create_app(config: ServerConfig, library: Library | None = None) -> FastAPI:
     app = FastAPI(
         title="hyperfolio",
         summary="Ask questions of complex documents through a layered multimodal hypergraph.",
-        version=_version(),
+        version=package_version(),
         docs_url=None,  # the bundled page never loads scripts from a CDN; the schema is at /openapi.json
         redoc_url=None,
         lifespan=lifespan,
@@ -421,15 +422,6 @@ def create_app(config: ServerConfig, library: Library | None = None) -> FastAPI:
 
 
 # ---------------------------------------------------------------------- helpers
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("hyperfolio")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0"
-
-
 def _doc(info: Any) -> dict[str, Any]:
     row = asdict(info)
     row.pop("source", None)  # a server path: not the caller's business

@@ -1,7 +1,7 @@
 """Ingestion jobs: uploads indexed one job at a time, in the order they came, with live events.
 
-A job's events (planned pages, the stage of each file, pages parsed, chunks embedded, each
-file's result, the end) are kept in order with a sequence number, so any number of listeners
+A job's events (planned pages, the stage of each file, pages parsed, chunks embedded, the time
+left, each file's result, the end) are kept in order with a sequence number, so any number of listeners
 can follow one (server-sent events) and a listener that reconnects resumes where it stopped.
 
 The password of an encrypted upload travels with its job through the queue, in memory only: it is
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperfolio.collection import STAGE_READY, AddProgress, AddResult, Collection
+from hyperfolio.ingest.progress import Tracker
 from hyperfolio.parse.unlock import NEEDED
 
 log = logging.getLogger(__name__)
@@ -101,55 +102,57 @@ def unfinished_uploads(col: Collection, upload_dir: Path) -> list[Upload]:
 
 
 class JobProgress(AddProgress):
-    """Turns the collection's progress callbacks into job events, with pages per second."""
+    """Turns the collection's progress callbacks into job events: pages as the CLI counts them (`Tracker`),
+    pages per second and the time left."""
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self.names = {str(f.path): f.name for f in job.files}
-        self.total = sum(f.pages for f in job.files)
-        self.done_before = 0  # pages of finished files
-        self.current = ""
-        self.current_pages = 0
-
-    def _rate(self, done: int) -> float:
-        elapsed = time.time() - self.job.started
-        return round(done / elapsed, 3) if elapsed > 0 else 0.0
+        self.tracker = Tracker(time.time)
 
     def _tick(self, stage: str, **data: Any) -> None:
-        done = self.done_before + self.current_pages
+        t = self.tracker
+        elapsed = time.time() - self.job.started
+        left = t.seconds_left()
         self.job.emit(
             "progress",
-            file=self.current,
+            file=self.names.get(t.current, Path(t.current).name),
             stage=stage,
-            pages_done=done,
-            pages_total=self.total,
-            pages_per_second=self._rate(done),
+            pages_done=t.pages_done,
+            pages_total=t.pages_total,
+            file_pages_done=t.parsed,
+            file_pages=t.plan.get(t.current, 0),
+            pages_per_second=round(t.pages_done / elapsed, 3) if elapsed > 0 else 0.0,
+            **({"seconds_left": round(left, 1)} if left is not None else {}),
             **data,
         )
 
     def planned(self, pages: dict[str, int]) -> None:
-        self.total = sum(pages.values()) or self.total
-        self.job.emit("planned", pages_total=self.total, files=[self.names.get(p, Path(p).name) for p in pages])
+        self.tracker.planned(pages)
+        self.job.emit(
+            "planned", pages_total=self.tracker.pages_total, files=[self.names.get(p, Path(p).name) for p in pages]
+        )
 
     def file_started(self, path: str) -> None:
-        self.current, self.current_pages = self.names.get(path, Path(path).name), 0
+        self.tracker.file_started(path)
         self._tick("reading")
 
     def pages_parsed(self, done: int, total: int) -> None:
-        self.current_pages = done
-        self._tick("parsing", file_pages=total)
+        self.tracker.pages_parsed(done, total)
+        self._tick("parsing")
 
     def chunks_embedded(self, count: int, total: int = 0) -> None:
+        self.tracker.chunks_embedded(count, total)
         self._tick("embedding", chunks_done=count, chunks_total=total)
 
     def graph_stage(self, stage: str) -> None:
+        self.tracker.graph_stage(stage)
         self._tick(stage)
 
     def file_finished(self, result: AddResult) -> None:
         if result.status in ("failed", "skipped"):
             forget_upload(Path(result.path))  # nothing in the store refers to this copy
-        self.done_before += result.pages if result.ok else 0
-        self.current_pages = 0
+        self.tracker.file_finished(result.path, result.status, result.pages, result.chunks)
         row = asdict(result)
         row["name"] = self.names.get(result.path, Path(result.path).name)
         if row["reason"] == NEEDED:

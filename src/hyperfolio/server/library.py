@@ -7,15 +7,14 @@ keep being answered while a document is written.
 
 from __future__ import annotations
 
-import re
 import threading
 from pathlib import Path
 
 from hyperfolio.collection import Collection, is_collection
 from hyperfolio.errors import HyperfolioError
+from hyperfolio.store import COLLECTION_NAME as NAME
 
 WRITER_EMBED_THREADS = 1
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 class CollectionNotFound(HyperfolioError):

@@ -32,6 +32,7 @@ from hyperfolio.parse.unlock import NEEDED
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
 from hyperfolio.server.library import CollectionNotFound, Library
+from hyperfolio.version import package_version
 
 T = TypeVar("T")
 
@@ -106,7 +107,7 @@ def loopback_security() -> TransportSecuritySettings:
 
 def build_mcp(library: Library) -> MCPServer:
     """The MCP server over `library`'s collections: seven tools, text for the agent plus structured data."""
-    mcp = HyperfolioMCP("hyperfolio", instructions=INSTRUCTIONS, log_level="WARNING")
+    mcp = HyperfolioMCP("hyperfolio", version=package_version(), instructions=INSTRUCTIONS, log_level="WARNING")
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     async def work(call: Callable[[], T]) -> T:

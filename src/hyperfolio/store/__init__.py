@@ -18,8 +18,44 @@ from hyperfolio.store.base import ModelRecordStore, Store
 SERVER_SCHEMES = ("postgresql://", "postgres://")
 
 
+# A collection's name: what every face (CLI, service, web app, MCP, demo, the Python API) accepts for a
+# collection under the data root.
+COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
 def is_server_location(location: str | Path) -> bool:
     return str(location).startswith(SERVER_SCHEMES)
+
+
+def resolve_location(ref: str | Path) -> str:
+    """Where a collection reference points, read the same way by every face: a `postgresql://` URL as it
+    is; a bare name ("reports": no slash, not starting with "." or "~") the collection of that name under
+    the data root; anything else (a `Path`, "./reports", "~/x", "/abs/x", "a/b") the folder it names."""
+    if is_server_location(ref):
+        return str(ref)
+    if isinstance(ref, str) and "/" not in ref and not ref.startswith((".", "~")) and ref:
+        if not COLLECTION_NAME.fullmatch(ref):
+            raise StoreError(
+                f"{ref!r} is not a collection name: use 1-64 letters, digits, '-' or '_' (starting with a letter "
+                f"or digit), or write ./{ref} for a folder"
+            )
+        return str(data_home() / ref)
+    return str(Path(ref).expanduser().absolute())  # absolute: "loc" read again must not become a name
+
+
+def display_name(location: str | Path) -> str:
+    """How messages name a collection: its name when it lives under the data root, a server URL without its
+    password, else the folder's path."""
+    text = str(location)
+    if is_server_location(text):
+        parts = urlsplit(text)
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = (f"{parts.username}@" if parts.username else "") + netloc.rsplit("@", 1)[1]
+        query = "&".join(q for q in parts.query.split("&") if q and not q.lower().startswith("password="))
+        return parts._replace(netloc=netloc, query=query).geturl()
+    path = Path(text).expanduser()
+    return path.name if path.parent == data_home() and COLLECTION_NAME.fullmatch(path.name) else text
 
 
 def local_folder(location: str) -> Path:
@@ -110,14 +146,17 @@ def remove_store(location: str | Path) -> None:
 
 
 __all__ = [
+    "COLLECTION_NAME",
     "ModelRecordStore",
     "Store",
     "copy_store",
+    "display_name",
     "is_server_location",
     "local_folder",
     "model_records_from",
     "open_model_records",
     "open_store",
     "remove_store",
+    "resolve_location",
     "store_exists",
 ]

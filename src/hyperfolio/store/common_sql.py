@@ -43,6 +43,16 @@ UNFINISHED_SELECT = DOC_SELECT + f" WHERE COALESCE(s.stage, '') <> '{STAGE_READY
 
 PAGE_SELECT = "SELECT number, width, height, ocr, vision_dominant FROM pages WHERE doc_id = ? ORDER BY number"
 
+# An entity keeps the concept it was first given (entity_concepts is keyed by entity), yet each document's
+# concept namer reads that document alone and may offer another. So the link is written first, and a concept
+# row only where its link holds: the concept a later document offered leaves no concept without entities.
+# Parameters: (entity, concept) for the link; (name, entity, concept) for the concept.
+ENTITY_CONCEPT_INSERT = "INSERT INTO entity_concepts(entity_id, concept_id) VALUES (?, ?) ON CONFLICT DO NOTHING"
+CONCEPT_INSERT = (
+    "INSERT INTO concepts(concept_id, name) SELECT ec.concept_id, ? FROM entity_concepts ec"
+    " WHERE ec.entity_id = ? AND ec.concept_id = ? ON CONFLICT DO NOTHING"
+)
+
 
 def page_of(row: Sequence[Any]) -> Page:
     """A page row (PAGE_SELECT's columns), without its chunks."""
@@ -240,17 +250,6 @@ INTEGRITY_CHECKS = (
             ),
         ),
         repair=(),  # embedding needs the collection's embedder: Collection.check does it
-    ),
-    SqlCheck(
-        "unfinished",
-        (
-            Dangling(
-                "documents AS d",
-                "d.source",
-                f"NOT EXISTS (SELECT 1 FROM doc_status s WHERE s.doc_id = d.doc_id AND s.stage = '{STAGE_READY}')",
-            ),
-        ),
-        repair=(),
     ),
 )
 

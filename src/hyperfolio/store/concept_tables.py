@@ -19,7 +19,7 @@ from typing import Any
 
 from hyperfolio.model import Decision, FactRow
 from hyperfolio.phrases import normalize_name
-from hyperfolio.store.common_sql import counts_of, decision_row
+from hyperfolio.store.common_sql import CONCEPT_INSERT, ENTITY_CONCEPT_INSERT, counts_of, decision_row
 
 CONCEPT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS facts (
@@ -105,10 +105,8 @@ class ConceptTables:
     def _write_layer_rows(db: sqlite3.Connection, concepts: Sequence[tuple[str, str]], facts: Sequence[tuple]) -> None:
         """Within write_graph's transaction: (entity_id, concept name) pairs and (edge, head, relation, tail)."""
         named = [(eid, concept_id(name), name) for eid, name in concepts if name]
-        db.executemany("INSERT OR IGNORE INTO concepts(concept_id, name) VALUES (?, ?)", [(c, n) for _, c, n in named])
-        db.executemany(
-            "INSERT OR IGNORE INTO entity_concepts(entity_id, concept_id) VALUES (?, ?)", [(e, c) for e, c, _ in named]
-        )
+        db.executemany(ENTITY_CONCEPT_INSERT, [(e, c) for e, c, _ in named])
+        db.executemany(CONCEPT_INSERT, [(n, e, c) for e, c, n in named])
         db.executemany("INSERT OR IGNORE INTO facts(edge_id, head_id, relation, tail_id) VALUES (?, ?, ?, ?)", facts)
 
     def facts_about(self, entity_ids: Sequence[str]) -> list[FactRow]:

@@ -7,6 +7,9 @@ behind, and a search then returns ids that resolve to nothing. Each kind of dang
 one query over the whole collection; `--repair` deletes what dangles and rebuilds what is derived
 (the keyword index). The kinds, their order (which is also the order repairs run in, so that what one
 repair leaves dangling the next one removes) and what their repair does are listed once, here.
+
+A document not fully indexed is no finding: it is what another `add` at work looks like, and `add`
+resumes one that was cut off. The report names such documents apart, as a note, and stays ok.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ class Kind(NamedTuple):
     title: str  # what the rows are, for people
     how: str  # what --repair does about them, or what to do instead
     repairable: bool = True
-    problem: bool = True  # False: worth saying, not wrong
 
 
 # In repair order.
@@ -53,12 +55,6 @@ KINDS: dict[str, Kind] = {
     "keyword_missing": Kind("chunks missing from the keyword index", "rebuilds the keyword index"),
     "keyword_extra": Kind("keyword index rows of no chunk (or twice)", "rebuilds the keyword index"),
     "keyword_stats": Kind("keyword statistics out of step with the index", "rebuilds the keyword index"),
-    "unfinished": Kind(
-        "unfinished documents: run add again",
-        "`hyperfolio add <source>` finishes them",
-        repairable=False,
-        problem=False,
-    ),
 }
 # Repaired by rebuilding the keyword index (also rebuilt when chunks were deleted: their rows go too).
 KEYWORD_KINDS = frozenset({"keyword_missing", "keyword_extra", "keyword_stats"})
@@ -74,47 +70,60 @@ class Finding:
     repairable: bool
     how: str
     title: str = ""
-    problem: bool = True
 
 
 def finding(kind: str, count: int, examples: Sequence[str]) -> Finding:
     known = KINDS[kind]
-    return Finding(kind, count, list(examples), known.repairable, known.how, known.title, known.problem)
+    return Finding(kind, count, list(examples), known.repairable, known.how, known.title)
+
+
+@dataclass
+class Unfinished:
+    """A document whose indexing has not reached "ready": `hyperfolio add <source>` finishes it."""
+
+    doc_id: str
+    source: str
+    status: str  # the last stage it reached
 
 
 @dataclass
 class IntegrityReport:
-    """What a check found (after repairing, when asked) and what the repair changed, rows per kind."""
+    """What a check found (after repairing, when asked), what the repair changed (rows per kind), and the
+    documents not fully indexed: a note, not a finding."""
 
     findings: list[Finding]
     repaired: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def problems(self) -> list[Finding]:
-        return [f for f in self.findings if f.problem]
+    unfinished: list[Unfinished] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.findings
 
     @property
     def repairable(self) -> list[Finding]:
-        return [f for f in self.problems if f.repairable]
+        return [f for f in self.findings if f.repairable]
 
     def summary(self) -> str:
-        if self.ok:
-            return "collection OK"
-        problems, fixable = len(self.problems), len(self.repairable)
+        problems, fixable = len(self.findings), len(self.repairable)
         noun = "problem" if problems == 1 else "problems"
-        if not fixable:
-            return f"{problems} {noun} found (none repairable)"
-        return f"{problems} {noun} found ({fixable} repairable: run hyperfolio check --repair)"
+        if self.ok:
+            text = "collection OK"
+        elif not fixable:
+            text = f"{problems} {noun} found (none repairable)"
+        else:
+            text = f"{problems} {noun} found ({fixable} repairable: run hyperfolio check --repair)"
+        if self.unfinished:
+            many = len(self.unfinished) > 1
+            text += f"; {len(self.unfinished)} document{'s' if many else ''} not fully indexed"
+            text += f": hyperfolio add finishes {'them' if many else 'it'}"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "summary": self.summary(),
             "findings": [asdict(f) for f in self.findings],
+            "unfinished": [asdict(u) for u in self.unfinished],
             "repaired": dict(self.repaired),
         }
 

@@ -45,7 +45,9 @@ from hyperfolio.store.base import RECONCILE_COUNTS, STAGE_PARSED, STAGE_READY, c
 from hyperfolio.store.common_sql import (
     CLAIM,
     CLAIM_TABLE,
+    CONCEPT_INSERT,
     DOC_SELECT,
+    ENTITY_CONCEPT_INSERT,
     INTEGRITY_CHECKS,
     PAGE_SELECT,
     UNFINISHED_SELECT,
@@ -1010,6 +1012,12 @@ class PostgresStore:
             raise StoreError(f"vector search in {space!r} failed: {exc}") from exc
         return [(r[0], float(r[1])) for r in rows]
 
+    def vector_search_many(
+        self, space: str, vectors: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """One nearest-neighbour statement per vector: the server reads each from its index or table."""
+        return [self.vector_search(space, vector, k, doc_ids) for vector in vectors]
+
     def _nearest(
         self, cur: psycopg.Cursor, space: str, hnsw_dim: int | None, query: np.ndarray, k: int, docs: list[str] | None
     ) -> tuple[sql.Composed, list[Any]]:
@@ -1107,14 +1115,8 @@ class PostgresStore:
                 [(h.edge_id, eid, role) for h, _ in edges for eid, role in h.members],
             )
             named = [(e.entity_id, concept_id(e.concept), e.concept) for e, _ in entities if e.concept]
-            cur.executemany(
-                "INSERT INTO concepts(concept_id, name) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                [(c, n) for _, c, n in named],
-            )
-            cur.executemany(
-                "INSERT INTO entity_concepts(entity_id, concept_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                [(e, c) for e, c, _ in named],
-            )
+            cur.executemany(pg(ENTITY_CONCEPT_INSERT), [(e, c) for e, c, _ in named])
+            cur.executemany(pg(CONCEPT_INSERT), [(n, e, c) for e, c, n in named])
             cur.executemany(
                 "INSERT INTO facts(edge_id, head_id, relation, tail_id) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 [(h.edge_id, h.members[0][0], h.relation, h.members[1][0]) for h, _ in edges if h.relation],

@@ -591,28 +591,29 @@ class SQLiteStore(ConceptTables):
     def vector_search(
         self, space: str, vector: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
+        return self.vector_search_many(space, np.asarray(vector, dtype=np.float32).reshape(1, -1), k, doc_ids)[0]
+
+    def vector_search_many(
+        self, space: str, vectors: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """`vector_search` for each row of `vectors`, in one pass over the space's matrix (a question's
+        keywords, up to eight, each searched the whole entity space: reading it is what a search costs)."""
+        if not len(vectors):
+            return []
+        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         vm = self._matrix(space)
         if not vm.ids or k < 1:
-            return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+            return [[] for _ in queries]
+        stored = np.arange(len(vm.ids))
         if doc_ids:
             parts = [vm.rows_by_doc[d] for d in doc_ids if d in vm.rows_by_doc]
             if not parts:
-                return []
-            rows = np.concatenate(parts)
-            scores = vm.matrix[rows] @ query
-        else:
-            rows = None
-            scores = vm.matrix @ query
-        stored = rows if rows is not None else np.arange(len(scores))
-        if k < len(scores):  # every item scoring at least the k-th best, ties at the boundary included
-            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-            candidates = np.flatnonzero(scores >= kth)
-        else:
-            candidates = np.arange(len(scores))
-        # Best first; equal scores in the order the vectors were stored, as every backend breaks ties.
-        top = candidates[np.lexsort((vm.rowids[stored[candidates]], -scores[candidates]))][:k]
-        return [(vm.ids[int(stored[t])], float(scores[t])) for t in top]
+                return [[] for _ in queries]
+            stored = np.concatenate(parts)
+        block = vm.matrix if not doc_ids else vm.matrix[stored]
+        if len(queries) == 1:  # a matrix-vector product, as a single search always computed it
+            return [top_k(vm, stored, block @ queries[0], k)]
+        return [top_k(vm, stored, scores, k) for scores in (block @ queries.T).T]
 
     def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]:
         """Similarity of `vector` to the stored vectors of these items (items without one are left out)."""
@@ -979,6 +980,18 @@ class SQLiteStore(ConceptTables):
             "stage_seconds": self.stage_times(),
             "database_bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
+
+
+def top_k(vm: VectorMatrix, stored: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The k best of `scores` (row i scores the matrix row `stored[i]`), best first; equal scores in
+    the order the vectors were stored, as every backend breaks ties."""
+    if k < len(scores):  # every item scoring at least the k-th best, ties at the boundary included
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        candidates = np.flatnonzero(scores >= kth)
+    else:
+        candidates = np.arange(len(scores))
+    top = candidates[np.lexsort((vm.rowids[stored[candidates]], -scores[candidates]))][:k]
+    return [(vm.ids[int(stored[t])], float(scores[t])) for t in top]
 
 
 def _chunk_row(c: Chunk) -> tuple:

@@ -75,6 +75,15 @@ function seconds(value) {
   return value < 10 ? `${value.toFixed(1)} s` : `${Math.round(value)} s`;
 }
 
+/** A time left as the CLI says it: 12 s, 3m05s, 1h02m. */
+function clock(value) {
+  const total = Math.max(0, Math.round(value));
+  if (total < 60) return `${total} s`;
+  const minutes = Math.floor(total / 60);
+  if (minutes < 60) return `${minutes}m${String(total % 60).padStart(2, "0")}s`;
+  return `${Math.floor(minutes / 60)}h${String(minutes % 60).padStart(2, "0")}m`;
+}
+
 let announceTimer = 0;
 const announcements = [];
 /** Say something to screen readers without moving focus; what comes together is said together. */
@@ -647,7 +656,7 @@ function accepted(job, rows, collection, sentPassword = false) {
 }
 
 function followJob(job, rows, collection) {
-  const tracker = { job, rows, collection, doneBefore: 0, filesSeen: 0, over: false, source: null };
+  const tracker = { job, rows, collection, filesSeen: 0, over: false, source: null };
   const source = new EventSource(withKey(job.events));
   tracker.source = source;
   const on = (type, handle) => source.addEventListener(type, (event) => {
@@ -685,7 +694,7 @@ function jobProgress(tracker, data) {
   const row = openRow(tracker, data.file);
   if (!row) return;
   const total = data.file_pages || row.pages || 0;
-  const done = Math.max(0, Math.min(total || Infinity, (data.pages_done || 0) - tracker.doneBefore));
+  const done = Math.min(total, data.file_pages_done || 0);
   let fraction = null;
   if (data.stage === "reading") fraction = 0.02;
   else if (data.stage === "parsing") fraction = 0.02 + 0.68 * (total ? done / total : 0);
@@ -700,6 +709,7 @@ function jobProgress(tracker, data) {
     parts.push(`${data.chunks_done || 0} / ${data.chunks_total} chunks`);
   }
   parts.push(rate(data.pages_per_second));
+  if (Number.isFinite(data.seconds_left)) parts.push(`about ${clock(data.seconds_left)} left`);
   updateRow(row, {
     status: "indexing",
     fraction,
@@ -713,7 +723,6 @@ function jobProgress(tracker, data) {
 function fileResult(tracker, data) {
   tracker.filesSeen += 1;
   const row = openRow(tracker, data.name);
-  if (data.status !== "failed") tracker.doneBefore += data.pages || 0;
   refreshDocuments();
   if (!row) return;
   if (data.status === "failed") {

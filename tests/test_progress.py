@@ -1,0 +1,244 @@
+"""What `add` shows while it works: lines that fit 80 columns, embedding that moves batch by batch, one page
+count from the plan to the summary, and a time left from measured rates rather than the start-up."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from hyperfolio.cli import _BarProgress, app
+from hyperfolio.collection import AddProgress, AddResult, Collection
+from hyperfolio.config import Settings
+from hyperfolio.ingest.progress import Tracker
+
+
+class FakeClock:
+    """Seconds that pass only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class WordCountEmbedder:
+    """Cheap vectors (no model to load): these tests look at the batches, not at the vectors."""
+
+    name = "word-count"
+    dim = 8
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, texts):
+        self.calls.append(len(texts))
+        return np.array([[len(t.split()) % 7 + 1, len(t) % 5 + 1, 1, 0, 0, 0, 0, 0] for t in texts], dtype=np.float32)
+
+
+def offline_settings() -> Settings:
+    return Settings.load(user=False, build={"hypergraph": False})  # the graph is not what these tests watch
+
+
+def rendered(bar: _BarProgress, width: int) -> list[str]:
+    console = Console(width=width, record=True, color_system=None, force_terminal=True)
+    console.print(bar)
+    return console.export_text().splitlines()
+
+
+def test_the_progress_keeps_file_stage_counts_and_time_left_within_80_columns():
+    clock = FakeClock()
+    bar = _BarProgress(Console(file=io.StringIO()), clock=clock)
+    names = [f"/data/reports/{'quarterly-operations-review-of-the-northern-region-' * 2}{n}.pdf" for n in range(7)]
+    bar.planned(dict.fromkeys(names, 10))
+    bar.file_started(names[0])
+    bar.pages_parsed(10, 10)
+    clock.now = 5
+    bar.chunks_embedded(0, 80)
+    for done in range(16, 81, 16):
+        clock.now += 1
+        bar.chunks_embedded(done, 80)
+    clock.now += 4
+    bar.file_finished(AddResult(names[0], "added", pages=10, chunks=80))
+    bar.file_started(names[1])
+    bar.pages_parsed(10, 10)
+    clock.now += 1
+    bar.chunks_embedded(0, 80)
+    clock.now += 2
+    bar.chunks_embedded(40, 80)
+    lines = rendered(bar, 80)
+    assert lines and all(len(line) <= 80 for line in lines), lines
+    shown = " ".join(lines)
+    for essential in ("file 2/7", "embedding 40/80 chunks", "20/70 pages", "left"):
+        assert essential in shown, (essential, lines)
+    assert "quarterly-operations" in shown and ".pdf" in shown  # the name shortened, not gone
+    narrow = " ".join(rendered(bar, 60))
+    assert "file 2/7" in narrow and "40/80 chunks" in narrow and "left" in narrow
+
+
+def test_the_time_left_follows_measured_rates_not_the_start_up():
+    """The first file carries worker start-up and model loading (40 s of its 50); the others are parsed
+    ahead and take 10 s each. Elapsed time over pages done said 100 s left after the first file."""
+    clock = FakeClock()
+    tracker = Tracker(clock)
+    names = ["a.pdf", "b.pdf", "c.pdf"]
+    tracker.planned(dict.fromkeys(names, 10))
+
+    def run_file(name: str, parse: float, first_batch: float) -> list[float | None]:
+        seen = []
+        tracker.file_started(name)
+        clock.now += parse
+        tracker.pages_parsed(10, 10)
+        tracker.chunks_embedded(0, 40)
+        clock.now += first_batch
+        tracker.chunks_embedded(10, 40)
+        for done in (20, 30, 40):
+            clock.now += 2
+            tracker.chunks_embedded(done, 40)
+            seen.append(tracker.seconds_left())
+        tracker.graph_stage("extracting")
+        clock.now += 2
+        seen.append(tracker.seconds_left())
+        tracker.file_finished(name, "added", 10, 40)
+        seen.append(tracker.seconds_left())
+        return seen
+
+    assert tracker.seconds_left() is None  # nothing measured yet: no guess
+    run_file("a.pdf", parse=30, first_batch=12)  # 30 s of it starting workers, 10 s loading the model
+    after_first = tracker.seconds_left()
+    assert after_first is not None and 18 <= after_first <= 24, after_first  # truly 20 s
+    during = run_file("b.pdf", parse=0, first_batch=2)
+    truths = [16, 14, 12, 10, 10]  # after each batch, after the graph, once the file is done
+    for shown, truth in zip(during, truths, strict=True):
+        assert shown is not None and abs(shown - truth) <= 2, (during, truths)
+    assert run_file("c.pdf", parse=0, first_batch=2)[-1] is None  # all done: no time left shown
+
+
+def test_embedding_progress_moves_batch_by_batch(tmp_path: Path):
+    """A document of a few hundred chunks (fewer than the old 256-chunk batch) reports several steps."""
+    body = "\n\n".join(f"## Station {n}\n\nStation {n} produced {n * 7} megawatt hours in May." for n in range(240))
+    source = tmp_path / "stations.md"
+    source.write_text(f"# Stations\n\n{body}\n")
+    steps: list[tuple[int, int]] = []
+
+    class Recorder(AddProgress):
+        def chunks_embedded(self, count: int, total: int = 0) -> None:
+            steps.append((count, total))
+
+    embedder = WordCountEmbedder()
+    col = Collection(tmp_path / "col", settings=offline_settings(), embedder=embedder)
+    report = col.add([source], progress=Recorder())
+    col.close()
+    total = report.results[0].chunks
+    assert total >= 200, total
+    counts = [count for count, of in steps if of == total]
+    assert counts[0] == 0 and counts[-1] == total and counts == sorted(counts)
+    assert len([c for c in counts if 0 < c < total]) >= 4, counts  # it moves, not 0 then done
+    assert max(b - a for a, b in zip(counts, counts[1:], strict=False)) <= 32, counts
+    assert sum(embedder.calls) == total  # every chunk embedded once
+
+
+def make_docx_with_a_page_break(path: Path) -> Path:
+    import docx
+
+    doc = docx.Document()
+    doc.add_heading("Fleet", level=1)
+    doc.add_paragraph("The Osprey is a dredger of 2,400 gross tonnes, built in 1998.")
+    doc.add_page_break()
+    doc.add_heading("Crew", level=1)
+    doc.add_paragraph("Each vessel sails with a crew of twelve and a master.")
+    doc.save(path)
+    return path
+
+
+def test_pages_agree_from_the_plan_to_the_summary_for_a_docx_with_a_page_break(tmp_path: Path):
+    """A .docx counts as one page up front and two once read: the bar's total, its last count, the
+    events of the service and the summary all end with the parsed count."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    make_docx_with_a_page_break(docs / "fleet.docx")
+    (docs / "notes.md").write_text("# Notes\n\nThe harbour dredging begins in March.\n")
+    clock = FakeClock()
+    bar = _BarProgress(Console(file=io.StringIO()), clock=clock)
+    col = Collection(tmp_path / "col", settings=offline_settings(), embedder=WordCountEmbedder())
+    report = col.add([docs], progress=bar)
+    stored = sum(d.num_pages for d in col.documents())
+    col.close()
+    fleet = next(r for r in report.results if r.path.endswith("fleet.docx"))
+    assert fleet.pages == 2
+    assert report.pages == stored == 3
+    assert bar.tracker.pages_total == bar.tracker.pages_done == report.pages
+    assert "3/3 pages" in " ".join(rendered(bar, 80))
+
+
+def test_the_cli_bar_ends_on_the_summary_page_count(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user settings
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    make_docx_with_a_page_break(docs / "fleet.docx")
+    col = tmp_path / "col"
+    settings = col / "settings.toml"
+    settings.parent.mkdir()
+    settings.write_text("[build]\nhypergraph = false\n")
+    result = CliRunner().invoke(app, ["add", str(docs), "-c", str(col), "-w", "0"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    bar = re.findall(r"(\d+)/(\d+) pages", result.output)
+    summary = re.search(r"(\d+) pages? indexed", result.output)
+    assert bar and summary, result.output
+    assert bar[-1] == (summary.group(1), summary.group(1)) == ("2", "2"), result.output
+
+
+@pytest.mark.parametrize("status", ["skipped", "failed"])
+def test_a_file_not_indexed_leaves_the_total(status: str):
+    tracker = Tracker(FakeClock())
+    tracker.planned({"a.pdf": 4, "b.pdf": 6})
+    tracker.file_started("a.pdf")
+    tracker.file_finished("a.pdf", status, 4, 9)
+    tracker.file_started("b.pdf")
+    tracker.pages_parsed(6, 6)
+    tracker.file_finished("b.pdf", "added", 6, 12)
+    assert (tracker.pages_done, tracker.pages_total) == (6, 6)
+
+
+def test_the_service_events_move_through_embedding_and_count_parsed_pages(tmp_path: Path):
+    """The web app draws these events: it showed '0 / 74 chunks' until a file was done, and a .docx as one page."""
+    from hyperfolio.server.jobs import Job, JobProgress, Upload
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    fleet = make_docx_with_a_page_break(docs / "fleet.docx")
+    stations = docs / "stations.md"
+    stations.write_text("# Stations\n\n" + "\n\n".join(f"## Station {n}\n\nIt made {n} MWh." for n in range(120)))
+    job = Job("j1", "docs", [Upload("fleet.docx", fleet, 1), Upload("stations.md", stations, 1)])
+    job.started = 1.0
+    col = Collection(tmp_path / "col", settings=offline_settings(), embedder=WordCountEmbedder())
+    report = col.add([fleet, stations], progress=JobProgress(job))
+    col.close()
+    progress = [e for e in job.events if e["type"] == "progress"]
+    last_fleet = [e for e in progress if e["file"] == "fleet.docx"][-1]
+    assert last_fleet["file_pages"] == last_fleet["file_pages_done"] == 2
+    embedded = [e["chunks_done"] for e in progress if e["file"] == "stations.md" and e["stage"] == "embedding"]
+    assert len([n for n in embedded if 0 < n < embedded[-1]]) >= 3, embedded
+    assert progress[-1]["pages_done"] == progress[-1]["pages_total"] == report.pages
+
+
+def test_rates_follow_the_latest_measurements():
+    """While workers parse ahead they take cores from the embedder; once they are done it runs faster."""
+    from hyperfolio.ingest.progress import Rate
+
+    rate = Rate(window=4)
+    rate.add(16, 30.0)  # the first batch: the model loading
+    assert rate.any == 30.0 / 16 and rate.steady is None
+    for _ in range(6):
+        rate.add(16, 8.0)  # workers parsing beside it
+    for _ in range(4):
+        rate.add(16, 2.0)  # alone
+    assert rate.steady == rate.any == 2.0 / 16
+    rate.add(0, 5.0)  # no units, nothing measured
+    assert rate.steady == 2.0 / 16
