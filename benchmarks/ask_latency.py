@@ -3,13 +3,15 @@
 The collection is opened once and warmed (models loaded, one question asked in every mode); then every
 question is asked once per mode, over the whole collection and scoped to its document. Each ask is split
 into retrieval (with `auto`'s own stages: candidates from every source, their features, the ranker),
-the answerer, and rendering the reply (`answer_dict` as JSON). `--http` asks the same through
-`hyperfolio serve` (a subprocess over the collection's parent folder) and adds its p50/p95.
+the answerer, and rendering the reply (`answer_dict` as JSON); its CPU time (every thread of this process)
+is shown too, being less moved than wall time by other work on the machine. `--http` asks the same
+through `hyperfolio serve` (a subprocess over the collection's parent folder) and adds its p50/p95.
 
 Questions: the sample report's seven (those of `serve_load.py`), or MMLongBench-Doc's (`--dataset
 mmlongbench`, each scoped to its own document) on a collection of the dev PDFs. The answerer keeps the
 vectors of passages it has embedded (a text's vector never changes); `--first-sight` empties that store
-before every ask, which is what a question costs when none of its evidence was quoted before.
+before every ask in this process (the service keeps its own), which is what a question costs when none of
+its evidence was quoted before.
 `--record FILE` writes every ranking and answer; `--compare FILE` counts those that differ from a record.
 
     python benchmarks/ask_latency.py                                      # the sample, made in bench-out/
@@ -106,9 +108,14 @@ def ask_once(col: Collection, question: str, mode: str, doc: str | None, cell: C
     return answer
 
 
-def measure(col: Collection, pairs: list[tuple[str, str]], modes: list[str], args: argparse.Namespace):
-    """Every question once per mode and scope; (cells, records)."""
-    cells: dict[tuple[str, str], Cell] = {}
+Cells = dict[tuple[str, str], Cell]  # (scope, mode) -> its asks
+
+
+def measure(
+    col: Collection, pairs: list[tuple[str, str]], modes: list[str], first_sight: bool
+) -> tuple[Cells, dict[str, Any]]:
+    """Every question once per mode and scope: the cells, and each ask's record (`record_of`)."""
+    cells: Cells = {}
     records: dict[str, Any] = {}
     for mode in modes:
         col.ask(pairs[0][0], mode=mode)  # warm: models loaded, the mode's first call made
@@ -116,7 +123,7 @@ def measure(col: Collection, pairs: list[tuple[str, str]], modes: list[str], arg
         for mode in modes:
             cell = cells.setdefault((scope, mode), Cell())
             for question, doc_id in pairs:
-                if args.first_sight and isinstance(col.answerer, ExtractiveAnswerer):
+                if first_sight and isinstance(col.answerer, ExtractiveAnswerer):
                     col.answerer.passage_vectors = TextCache(col.answerer.passage_vectors.limit)
                 doc = doc_id if scope == "document" else None
                 answer = ask_once(col, question, mode, doc, cell)
@@ -124,7 +131,7 @@ def measure(col: Collection, pairs: list[tuple[str, str]], modes: list[str], arg
     return cells, records
 
 
-def measure_http(col: Collection, pairs: list[tuple[str, str]], modes: list[str], cells: dict) -> None:
+def measure_http(col: Collection, pairs: list[tuple[str, str]], modes: list[str], cells: Cells) -> None:
     """The same asks through `hyperfolio serve` over the collection's parent folder."""
     root, name = Path(col.location).resolve().parent, Path(col.location).name
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,7 +162,7 @@ def ms(values: list[float], q: float) -> str:
     return f"{1000 * (percentile(values, q) or 0.0):.0f}" if values else "—"
 
 
-def print_table(label: str, cells: dict[tuple[str, str], Cell]) -> None:
+def print_table(label: str, cells: Cells) -> None:
     print(f"\n{label}: milliseconds, p50 / p95 of the whole ask, p50 of its CPU time and of each stage")
     stages = ["cpu", "retrieval", *STAGES, "answerer", "render"]
     print(f"| scope | mode | n | ask p50 / p95 | {' | '.join(stages)} | HTTP p50 / p95 |")
@@ -196,7 +203,7 @@ def main() -> int:
         stats = col.stats()
         label = f"{location}: {stats['documents']} documents, {stats['chunks']:,} chunks; {len(pairs)} questions"
         print(label + (", first sight" if args.first_sight else ""), flush=True)
-        cells, records = measure(col, pairs, modes, args)
+        cells, records = measure(col, pairs, modes, args.first_sight)
         if args.http:
             measure_http(col, pairs, modes, cells)
     print_table(label, cells)

@@ -157,8 +157,8 @@ def _query(
 
 class _BarProgress(AddProgress):
     """The live lines of `add`, drawn from a `Tracker`: a bar over the pages with the time left, then what the
-    current file is doing. Each line is fitted to the terminal, the essentials kept whole (file i/n, stage,
-    k/n, time left): the file name is shortened first, the bar dropped next."""
+    current file is doing. Each line is fitted to the terminal with the essentials kept whole (file i/n,
+    stage, k/n, time left): the rate and the bar give way first, then the middle of the file name."""
 
     def __init__(self, console: Console, clock: Callable[[], float] = time.perf_counter) -> None:
         self.console = console
@@ -256,7 +256,6 @@ class _BarProgress(AddProgress):
         self._note(stage.split(" (")[0].split(":")[0])
 
     def file_finished(self, result: AddResult) -> None:
-        self.stop_if_signalled()
         self.tracker.file_finished(result.path, result.status, result.pages, result.chunks)
         self._said, self._said_key = "", ""
         if result.status == "failed":
@@ -270,6 +269,7 @@ class _BarProgress(AddProgress):
                 + (f" - {escape(result.reason)}" if result.reason else ""),
                 soft_wrap=True,
             )
+        self.stop_if_signalled()  # after counting the file: it is finished
 
 
 def _shortened(name: str, cells: int) -> str:
