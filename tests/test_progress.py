@@ -242,3 +242,14 @@ def test_rates_follow_the_latest_measurements():
     assert rate.steady == rate.any == 2.0 / 16
     rate.add(0, 5.0)  # no units, nothing measured
     assert rate.steady == 2.0 / 16
+
+
+def test_between_two_files_the_line_names_the_file_just_finished():
+    tracker = Tracker(FakeClock())
+    tracker.planned({"a.pdf": 1, "b.pdf": 1})
+    tracker.file_started("a.pdf")
+    assert tracker.file_number == 1
+    tracker.file_finished("a.pdf", "added", 1, 2)
+    assert (tracker.file_number, tracker.current, tracker.stage) == (1, "a.pdf", "added")
+    tracker.file_started("b.pdf")
+    assert tracker.file_number == 2

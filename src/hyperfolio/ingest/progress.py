@@ -93,8 +93,8 @@ class Tracker:
 
     @property
     def file_number(self) -> int:
-        """1-based number of the file being worked on (the last one once all are done)."""
-        return min(self.files_done + 1, max(len(self.plan), 1))
+        """1-based number of the current file: the one being worked on, else the last one finished."""
+        return max(self.files_done + self.busy, 1)
 
     @property
     def elapsed(self) -> float:
