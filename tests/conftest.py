@@ -137,6 +137,25 @@ def pdf_writer():
     return write_pdf
 
 
+def write_docx_with_a_page_break(path: Path) -> Path:
+    """A Word file of two pages: counted as one page before it is read (Word files have no page count)."""
+    import docx
+
+    doc = docx.Document()
+    doc.add_heading("Fleet", level=1)
+    doc.add_paragraph("The Osprey is a dredger of 2,400 gross tonnes, built in 1998.")
+    doc.add_page_break()
+    doc.add_heading("Crew", level=1)
+    doc.add_paragraph("Each vessel sails with a crew of twelve and a master.")
+    doc.save(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def docx_writer():
+    return write_docx_with_a_page_break
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Debian's Chromium driven by Playwright (headless), one per test module."""

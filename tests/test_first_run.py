@@ -55,7 +55,7 @@ def quickstart_lines() -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.needs("graphviz")
-def test_newcomer_walks_through_the_readme_quickstart(tmp_path):
+def test_newcomer_walks_through_the_readme_quickstart(tmp_path, docx_writer):
     """Demo, then the README's quickstart commands in order, each exiting 0 with useful output."""
     home = tmp_path / "home"
     home.mkdir()
@@ -87,6 +87,7 @@ def test_newcomer_walks_through_the_readme_quickstart(tmp_path):
     assert "top_k" in shown and "default" in shown
     _one_name_one_collection(env, tmp_path)
     _related_documents_check_clean(env, tmp_path)
+    _one_page_count(env, tmp_path, docx_writer)
 
 
 def _one_name_one_collection(env: dict[str, str], cwd: Path) -> None:
@@ -110,6 +111,24 @@ def _related_documents_check_clean(env: dict[str, str], cwd: Path) -> None:
         assert added.returncode == 0, added.stderr
     checked = hyperfolio(["check", "-c", "notes"], env, cwd)
     assert checked.returncode == 0 and "collection OK" in checked.stdout, checked.stdout + checked.stderr
+
+
+def _one_page_count(env: dict[str, str], cwd: Path, docx_writer) -> None:
+    """Issue 26, item 4: a Word file with a page break is one page before it is read and two after; the
+    bar, the summary, `list` and `stats` end on the same count."""
+    docx_writer(cwd / "notes" / "crew.docx")
+    added = hyperfolio(["add", str(cwd / "notes" / "crew.docx"), "-c", "notes"], {**env, "COLUMNS": "80"}, cwd)
+    assert added.returncode == 0, added.stderr
+    shown = added.stdout + added.stderr
+    bar = re.findall(r"(\d+)/(\d+) pages", shown)
+    summary = re.search(r"(\d+) pages? indexed", shown)
+    assert bar and summary, shown
+    assert bar[-1] == (summary.group(1), summary.group(1)) == ("2", "2"), shown
+    listed = hyperfolio(["list", "-c", "notes", "--json"], env, cwd)
+    crew = next(d for d in json.loads(listed.stdout) if d["source"].endswith("crew.docx"))
+    assert crew["num_pages"] == 2, crew
+    stats = hyperfolio(["stats", "-c", "notes", "--json"], env, cwd)
+    assert json.loads(stats.stdout)["pages"] == 4, stats.stdout  # two Markdown notes of a page each, and crew
 
 
 def test_asking_a_missing_or_empty_collection_says_so_and_creates_nothing(tmp_path, monkeypatch):
@@ -390,3 +409,22 @@ def test_a_ctrl_c_that_lands_in_a_finaliser_still_stops_the_add(tmp_path, monkey
     assert fired and result.exit_code == 130, result.output
     assert "interrupted: 0 of 3 files finished; note-0.md was cut off part-way" in " ".join(result.output.split())
     assert [d.status for d in Collection(col).documents()] == ["parsed"]  # the rest was never started
+
+
+def test_a_ctrl_c_while_the_cli_loads_is_one_line_not_a_traceback():
+    """The signal lands while the CLI's libraries import (here: the import of the CLI module itself raises it)."""
+    script = (
+        "import sys\n"
+        "class Interrupting:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'hyperfolio.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupting())\n"
+        "from hyperfolio.__main__ import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.strip().splitlines() == [
+        "interrupted while starting; nothing was done"
+    ], done.stderr

@@ -691,7 +691,7 @@ def estimate(
     else:
         console.print(f"model work: {work.calls} calls, {work.tokens:,} tokens (configure a server to time it)")
     if work.price is not None:
-        console.print(f"price: about {work.price:.4f} (from [models] price_input / price_output)")
+        console.print(f"price: about {work.price:.4f} (from \\[models] price_input / price_output)")
 
 
 @app.command()

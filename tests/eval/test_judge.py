@@ -86,3 +86,10 @@ def test_judge_command_over_http(tmp_path, llm_server):
     assert 1 <= len(seen) <= 2 and "What does the Aurora carry?" in seen[0]
     report = json.loads((tmp_path / "out" / "judge-qa-bm25-vs-dense.json").read_text())
     assert report["judged"] == 1 and report["win_rate"]["overall"] == 0.5
+
+
+def test_judge_without_a_model_names_the_setting_with_its_section(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user settings
+    result = CliRunner().invoke(app, ["judge", "--strategies", "bm25,dense", "--out", str(tmp_path / "out")])
+    assert result.exit_code != 0
+    assert "set [models] judge_model (or model)" in " ".join(result.output.split()), result.output

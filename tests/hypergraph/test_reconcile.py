@@ -558,3 +558,16 @@ def test_a_conflict_kept_unresolved_is_logged_once_not_again_with_every_later_ch
         ("kept", "fleet | capacity | 390,000 TEU"),
     ]
     assert report.conflicts == 1 and report.unresolved == 1
+
+
+def test_a_model_detector_is_asked_about_groups_among_the_latest_facts_of_each_head():
+    rng, ids = random.Random(7), itertools.count()
+    earlier = [generated_fact(rng, next(ids), new=False) for _ in range(60)]
+    batch = [generated_fact(rng, next(ids), new=True) for _ in range(5)]
+    view = FactView(earlier)
+    view.add(batch)
+    assert view.groups(batch, 1000) == candidate_groups(batch, earlier + batch)  # unbounded: as before
+    heads = {f.head for f in batch}
+    latest = [f for head in heads for f in [e for e in earlier if e.head == head][-4:]]
+    assert view.groups(batch, 4) == candidate_groups(batch, latest + batch)
+    assert all(sum(not f.new for f in group) <= 4 for group in view.groups(batch, 4))

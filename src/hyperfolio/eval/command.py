@@ -190,7 +190,7 @@ def judge_command(
     with Collection(directory, settings=Settings.load(directory / "settings.toml")) as col:
         chat = col.models.get("judge")
         if chat is None:
-            errors.print("[red]error:[/red] no judge model: set [models] judge_model (or model) and base_url")
+            errors.print("[red]error:[/red] no judge model: set \\[models] judge_model (or model) and base_url")
             raise typer.Exit(2)
         files = [p for p in data.documents if p.name in {q.doc_ref for q in questions}]
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:

@@ -39,7 +39,9 @@ def update_concept_layer(
     with it: a relabelled fact's relation is new there, its old one may be gone). Returns how many
     concepts the document has."""
     touched = list(dict.fromkeys([*store.document_concepts(doc_id), *extra]))
-    store.rebuild_concepts(touched)
+    # A new document adds rows of its own and changes no other's (an entity keeps its first concept, and
+    # what reconciliation changed elsewhere was rebuilt with the graph): only its rows, unless a removal's.
+    store.rebuild_concepts(touched, doc_id=None if extra else doc_id)
     count = 0
     for doc in dict.fromkeys([doc_id, *docs]):
         concepts = store.concepts_in(doc)

@@ -225,8 +225,9 @@ def _write_document_graph(
         (Hyperedge(h.edge_id, h.level, h.description, h.keywords, h.strength, h.members, h.relation), h.chunks)
         for h in merged.edges.values()
     ]
-    # Concepts of earlier documents' entities whose facts reconciliation changed are recomputed here;
-    # the document's own, with its vectors, in the concept step.
+    # Concepts of earlier documents' entities whose facts reconciliation changed are recomputed here, in
+    # the documents whose facts it changed (only their rows change); the document's own, with its
+    # vectors, in the concept step.
     earlier = sorted(set(store.concepts_of(sorted(report.reconcile.touched)).values()))
     with times.stage("graph writes"), store.atomic():
         if options.reconcile:
@@ -235,8 +236,8 @@ def _write_document_graph(
             store.save_reconcile_counts(doc_id, report.extraction)
         store.write_graph(entities, edges, options.max_description_chars)
         if options.concepts and earlier:
-            store.rebuild_concepts(earlier)
             for doc in reconciled_documents(store, doc_id):  # their new vectors come in the concept step
+                store.rebuild_concepts(earlier, doc_id=doc)
                 prune_layer_vectors(store, doc)
         if on_written is not None:
             on_written()

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from itertools import islice
 from typing import Protocol
 
 from hyperfolio.hypergraph.extract import FACT
@@ -260,9 +261,6 @@ class FactView:
         fact.relation = relation
         self._file(fact)
 
-    def about(self, head: str) -> list[Fact]:
-        return list(self._heads.get(head, {}).values())
-
     def rivals(self, fact: Fact, limit: int) -> tuple[list[Fact], bool]:
         """The facts that entered before `fact` in the blocks its rivals are filed under: the `limit`
         latest of them (so what a new fact costs does not grow with the collection), and whether
@@ -282,8 +280,10 @@ class FactView:
         """`candidate_groups` of a batch (in the view) among the `limit` latest earlier facts of each
         of its heads: what a model detector is asked about."""
         ids = {f.edge_id for f in batch}
-        heads = dict.fromkeys(f.head for f in batch)
-        earlier = [f for head in heads for f in [f for f in self.about(head) if f.edge_id not in ids][-limit:]]
+        earlier: list[Fact] = []
+        for head in dict.fromkeys(f.head for f in batch):
+            latest = (f for f in reversed(self._heads.get(head, {}).values()) if f.edge_id not in ids)
+            earlier += reversed(list(islice(latest, limit)))
         return candidate_groups(batch, earlier + list(batch))
 
     def _file(self, fact: Fact) -> None:

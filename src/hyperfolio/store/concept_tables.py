@@ -81,6 +81,9 @@ LAYER_TABLES = (
     "reconcile_stats",
 )
 RECONCILE_COUNTS = ("facts", "groups", "conflicts", "kept", "merged", "revised", "dropped", "unresolved")
+# One document's provenance rows, found by their document: left to choose, SQLite walks every row of the
+# item kind (all documents') for a query that names both, which grows with the collection.
+DOC_PROVENANCE = "provenance p INDEXED BY provenance_doc"
 
 
 def concept_id(name: str) -> str:
@@ -196,37 +199,47 @@ class ConceptTables:
 
     def document_concepts(self, doc_id: str) -> list[str]:
         rows = self._query(
-            "SELECT DISTINCT ec.concept_id FROM provenance p JOIN entity_concepts ec ON ec.entity_id = p.item_id"
-            " WHERE p.item_kind = 'entity' AND p.doc_id = ?",
+            f"SELECT ec.concept_id FROM {DOC_PROVENANCE} JOIN entity_concepts ec ON ec.entity_id = p.item_id"
+            " WHERE p.item_kind = 'entity' AND p.doc_id = ? GROUP BY ec.concept_id ORDER BY min(p.item_id)",
             (doc_id,),
         )
         return [r[0] for r in rows]
 
-    def rebuild_concepts(self, concept_ids: Sequence[str]) -> None:
-        """Recompute the concept edges and the concept -> chunk index of these concepts."""
+    def rebuild_concepts(self, concept_ids: Sequence[str], doc_id: str | None = None) -> None:
+        """Recompute the concept edges and the concept -> chunk index of these concepts; with `doc_id`, only
+        their rows of that document (what adding it changes: no other document's rows)."""
         ids = list(dict.fromkeys(concept_ids))
+        entity_rows, fact_rows = "entity_concepts ec JOIN provenance p", "facts f JOIN provenance p"
+        scope, mine, by_doc = "", "", []
+        if doc_id:  # read from the document's provenance (not every member of a concept all documents share)
+            entity_rows = f"{DOC_PROVENANCE} CROSS JOIN entity_concepts ec"
+            fact_rows = f"{DOC_PROVENANCE} CROSS JOIN facts f"
+            scope, mine, by_doc = " AND p.doc_id = ?", " AND doc_id = ?", [doc_id]
         with self.transaction() as db:
             for start in range(0, len(ids), 400):
                 part = ids[start : start + 400]
                 marks = ",".join("?" * len(part))
-                db.execute(f"DELETE FROM concept_evidence WHERE concept_id IN ({marks})", part)
+                db.execute(f"DELETE FROM concept_evidence WHERE concept_id IN ({marks}){mine}", part + by_doc)
                 db.execute(
                     "INSERT INTO concept_evidence(concept_id, chunk_id, doc_id, page, entities)"
-                    " SELECT ec.concept_id, p.chunk_id, p.doc_id, p.page, COUNT(*) FROM entity_concepts ec"
-                    " JOIN provenance p ON p.item_kind = 'entity' AND p.item_id = ec.entity_id"
-                    f" WHERE ec.concept_id IN ({marks}) GROUP BY ec.concept_id, p.chunk_id",
-                    part,
+                    f" SELECT ec.concept_id, p.chunk_id, p.doc_id, p.page, COUNT(*) FROM {entity_rows}"
+                    " ON p.item_kind = 'entity' AND p.item_id = ec.entity_id"
+                    f" WHERE ec.concept_id IN ({marks}){scope} GROUP BY ec.concept_id, p.chunk_id",
+                    part + by_doc,
                 )
-                db.execute(f"DELETE FROM concept_edges WHERE head_id IN ({marks}) OR tail_id IN ({marks})", part + part)
+                db.execute(
+                    f"DELETE FROM concept_edges WHERE (head_id IN ({marks}) OR tail_id IN ({marks})){mine}",
+                    part + part + by_doc,
+                )
                 db.execute(
                     "INSERT OR REPLACE INTO concept_edges(head_id, relation, tail_id, doc_id, support)"
-                    " SELECT hc.concept_id, f.relation, tc.concept_id, p.doc_id, COUNT(DISTINCT f.edge_id) FROM facts f"
+                    " SELECT hc.concept_id, f.relation, tc.concept_id, p.doc_id, COUNT(DISTINCT f.edge_id)"
+                    f" FROM {fact_rows} ON p.item_kind = 'hyperedge' AND p.item_id = f.edge_id"
                     " JOIN entity_concepts hc ON hc.entity_id = f.head_id"
                     " JOIN entity_concepts tc ON tc.entity_id = f.tail_id"
-                    " JOIN provenance p ON p.item_kind = 'hyperedge' AND p.item_id = f.edge_id"
-                    f" WHERE hc.concept_id IN ({marks}) OR tc.concept_id IN ({marks})"
+                    f" WHERE (hc.concept_id IN ({marks}) OR tc.concept_id IN ({marks})){scope}"
                     " GROUP BY hc.concept_id, f.relation, tc.concept_id, p.doc_id",
-                    part + part,
+                    part + part + by_doc,
                 )
             # Only these concepts: a sweep of the whole tables per document would grow with the collection.
             for start in range(0, len(ids), 400):

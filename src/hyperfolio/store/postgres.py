@@ -1574,22 +1574,25 @@ class PostgresStore:
         )
         return [r[0] for r in rows]
 
-    def rebuild_concepts(self, concept_ids: Sequence[str]) -> None:
-        """Recompute the concept edges and the concept -> chunk index of these concepts."""
+    def rebuild_concepts(self, concept_ids: Sequence[str], doc_id: str | None = None) -> None:
+        """Recompute the concept edges and the concept -> chunk index of these concepts; with `doc_id`, only
+        their rows of that document (what adding it changes: no other document's rows)."""
         ids = list(dict.fromkeys(concept_ids))
+        scope, mine, by_doc = (" AND p.doc_id = %s", " AND doc_id = %s", (doc_id,)) if doc_id else ("", "", ())
         with self.transaction() as cur:
             if ids:
-                cur.execute("DELETE FROM concept_evidence WHERE concept_id = ANY(%s::text[])", (ids,))
+                cur.execute(f"DELETE FROM concept_evidence WHERE concept_id = ANY(%s::text[]){mine}", (ids, *by_doc))
                 cur.execute(
                     "INSERT INTO concept_evidence(concept_id, chunk_id, doc_id, page, entities)"
                     " SELECT ec.concept_id, p.chunk_id, p.doc_id, p.page, COUNT(*) FROM entity_concepts ec"
                     " JOIN provenance p ON p.item_kind = 'entity' AND p.item_id = ec.entity_id"
-                    " WHERE ec.concept_id = ANY(%s::text[]) GROUP BY ec.concept_id, p.chunk_id, p.doc_id, p.page"
-                    " ORDER BY ec.concept_id, p.chunk_id",
-                    (ids,),
+                    f" WHERE ec.concept_id = ANY(%s::text[]){scope}"
+                    " GROUP BY ec.concept_id, p.chunk_id, p.doc_id, p.page ORDER BY ec.concept_id, p.chunk_id",
+                    (ids, *by_doc),
                 )
                 cur.execute(
-                    "DELETE FROM concept_edges WHERE head_id = ANY(%s::text[]) OR tail_id = ANY(%s::text[])", (ids, ids)
+                    f"DELETE FROM concept_edges WHERE (head_id = ANY(%s::text[]) OR tail_id = ANY(%s::text[])){mine}",
+                    (ids, ids, *by_doc),
                 )
                 cur.execute(
                     "INSERT INTO concept_edges(head_id, relation, tail_id, doc_id, support)"
@@ -1597,9 +1600,9 @@ class PostgresStore:
                     " JOIN entity_concepts hc ON hc.entity_id = f.head_id"
                     " JOIN entity_concepts tc ON tc.entity_id = f.tail_id"
                     " JOIN provenance p ON p.item_kind = 'hyperedge' AND p.item_id = f.edge_id"
-                    " WHERE hc.concept_id = ANY(%s::text[]) OR tc.concept_id = ANY(%s::text[])"
+                    f" WHERE (hc.concept_id = ANY(%s::text[]) OR tc.concept_id = ANY(%s::text[])){scope}"
                     " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
-                    (ids, ids),
+                    (ids, ids, *by_doc),
                 )
             # Only these concepts: a sweep of the whole tables per document would grow with the collection.
             cur.execute(

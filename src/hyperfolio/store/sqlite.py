@@ -35,7 +35,7 @@ from hyperfolio.store.common_sql import (
     keyword_checks,
     page_of,
 )
-from hyperfolio.store.concept_tables import CONCEPT_SCHEMA, LAYER_TABLES, ConceptTables
+from hyperfolio.store.concept_tables import CONCEPT_SCHEMA, DOC_PROVENANCE, LAYER_TABLES, ConceptTables
 from hyperfolio.store.integrity import Finding, keyword_repairs, repair_rows, run_checks
 from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
 from hyperfolio.store.sqlite_vectors import DELETION_LOG, VectorMatrix, prune_deletions
@@ -785,8 +785,8 @@ class SQLiteStore(ConceptTables):
         """chunk -> [(entity id, name)] for a document's chunks."""
         out: dict[str, list[tuple[str, str]]] = {}
         for chunk, entity, name in self._query(
-            "SELECT p.chunk_id, e.entity_id, e.name FROM provenance p JOIN entities e ON e.entity_id = p.item_id"
-            " WHERE p.item_kind = 'entity' AND p.doc_id = ? ORDER BY p.chunk_id, e.name",
+            f"SELECT p.chunk_id, e.entity_id, e.name FROM {DOC_PROVENANCE} JOIN entities e ON e.entity_id = p.item_id"
+            " WHERE p.item_kind = 'entity' AND p.doc_id = ? ORDER BY p.chunk_id, e.name, p.rowid",
             (doc_id,),
         ):
             out.setdefault(chunk, []).append((entity, name))
@@ -799,9 +799,10 @@ class SQLiteStore(ConceptTables):
         marks = ",".join("?" * len(levels))
         members: dict[tuple[str, str], list[str]] = {}
         for chunk, edge, entity in self._query(
-            "SELECT p.chunk_id, i.edge_id, i.entity_id FROM provenance p JOIN hyperedges h ON h.edge_id = p.item_id"
-            f" JOIN incidence i ON i.edge_id = h.edge_id WHERE p.item_kind = 'hyperedge' AND p.doc_id = ?"
-            f" AND h.level IN ({marks})",
+            f"SELECT p.chunk_id, i.edge_id, i.entity_id FROM {DOC_PROVENANCE}"
+            " JOIN hyperedges h ON h.edge_id = p.item_id JOIN incidence i ON i.edge_id = h.edge_id"
+            f" WHERE p.item_kind = 'hyperedge' AND p.doc_id = ? AND h.level IN ({marks})"
+            " ORDER BY p.item_id, p.rowid, i.entity_id, i.role",
             (doc_id, *levels),
         ):
             members.setdefault((chunk, edge), []).append(entity)
@@ -819,8 +820,8 @@ class SQLiteStore(ConceptTables):
         return [
             r[0]
             for r in self._query(
-                "SELECT DISTINCT h.edge_id FROM hyperedges h JOIN provenance p ON p.item_kind = 'hyperedge'"
-                " AND p.item_id = h.edge_id WHERE p.doc_id = ? AND h.level = ?",
+                f"SELECT DISTINCT h.edge_id FROM {DOC_PROVENANCE} JOIN hyperedges h ON p.item_kind = 'hyperedge'"
+                " AND p.item_id = h.edge_id WHERE p.doc_id = ? AND h.level = ? ORDER BY h.edge_id",
                 (doc_id, level),
             )
         ]
@@ -836,13 +837,17 @@ class SQLiteStore(ConceptTables):
 
     def document_entities(self, doc_id: str) -> list[str]:
         rows = self._query(
-            "SELECT DISTINCT item_id FROM provenance WHERE item_kind = 'entity' AND doc_id = ?", (doc_id,)
+            f"SELECT DISTINCT p.item_id FROM {DOC_PROVENANCE} WHERE p.item_kind = 'entity' AND p.doc_id = ?"
+            " ORDER BY p.item_id",
+            (doc_id,),
         )
         return [r[0] for r in rows]
 
     def document_hyperedges(self, doc_id: str) -> list[str]:
         rows = self._query(
-            "SELECT DISTINCT item_id FROM provenance WHERE item_kind = 'hyperedge' AND doc_id = ?", (doc_id,)
+            f"SELECT DISTINCT p.item_id FROM {DOC_PROVENANCE} WHERE p.item_kind = 'hyperedge' AND p.doc_id = ?"
+            " ORDER BY p.item_id",
+            (doc_id,),
         )
         return [r[0] for r in rows]
 
