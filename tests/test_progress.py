@@ -120,6 +120,50 @@ def test_the_time_left_follows_measured_rates_not_the_start_up():
     assert run_file("c.pdf", parse=0, first_batch=2)[-1] is None  # all done: no time left shown
 
 
+def test_the_time_left_counts_whole_files_not_their_cheapest_last_batches():
+    """The collection embeds a file's chunks longest first, so its batches get cheaper to the end: a rate from
+    the latest batches said 21 s where 33 s were left after the first file, then 34.5 s where 25 s were left
+    halfway through the second. The first file also waits 20 s for the workers and 12 s for the model."""
+    clock = FakeClock()
+    tracker = Tracker(clock)
+    names = ["a.pdf", "b.pdf", "c.pdf", "d.pdf"]
+    tracker.planned(dict.fromkeys(names, 10))
+    batches = [3.0, 3.0, 2.0, 1.0, 0.6, 0.4]  # 16 chunks each: 10 s a file, then 1 s of hypergraph
+
+    def run_file(name: str, startup: float = 0.0, model_load: float = 0.0, stop_after: int = 6) -> None:
+        tracker.file_started(name)
+        clock.now += startup
+        tracker.pages_parsed(10, 10)
+        tracker.chunks_embedded(0, 96)
+        for number, seconds in enumerate(batches[:stop_after], 1):
+            clock.now += seconds + (model_load if number == 1 else 0.0)
+            tracker.chunks_embedded(16 * number, 96)
+        if stop_after < len(batches):
+            return
+        tracker.graph_stage("extracting")
+        clock.now += 1.0
+        tracker.file_finished(name, "added", 10, 96)
+
+    run_file("a.pdf", startup=20.0, model_load=12.0)
+    after_first = tracker.seconds_left()
+    assert after_first is not None and abs(after_first - 33.0) <= 3.3, after_first  # 3 files of 11 s
+    run_file("b.pdf", stop_after=3)
+    halfway = tracker.seconds_left()
+    assert halfway is not None and abs(halfway - 25.0) <= 2.5, halfway  # 2 s of embedding, 1 s, 2 files
+
+
+def test_a_slow_document_does_not_make_every_page_slow():
+    """Parsing costs per page differ by file (a scanned document needs OCR): the median file's rate, so one
+    such file among four does not make the parsing forecast for the files after it four times longer."""
+    from hyperfolio.ingest.progress import Rate
+
+    rate = Rate(window=4, robust=True)
+    for pages, seconds in [(10, 1.0), (10, 1.0), (10, 30.0), (10, 2.0), (10, 2.0)]:
+        rate.add(pages, seconds)
+    assert rate.steady == rate.any == 0.2
+    assert Rate(window=4).steady is None and Rate(window=4, robust=True).steady is None
+
+
 def test_embedding_progress_moves_batch_by_batch(tmp_path: Path):
     """A document of a few hundred chunks (fewer than the old 256-chunk batch) reports several steps."""
     body = "\n\n".join(f"## Station {n}\n\nStation {n} produced {n * 7} megawatt hours in May." for n in range(240))
@@ -144,25 +188,12 @@ def test_embedding_progress_moves_batch_by_batch(tmp_path: Path):
     assert sum(embedder.calls) == total  # every chunk embedded once
 
 
-def make_docx_with_a_page_break(path: Path) -> Path:
-    import docx
-
-    doc = docx.Document()
-    doc.add_heading("Fleet", level=1)
-    doc.add_paragraph("The Osprey is a dredger of 2,400 gross tonnes, built in 1998.")
-    doc.add_page_break()
-    doc.add_heading("Crew", level=1)
-    doc.add_paragraph("Each vessel sails with a crew of twelve and a master.")
-    doc.save(path)
-    return path
-
-
-def test_pages_agree_from_the_plan_to_the_summary_for_a_docx_with_a_page_break(tmp_path: Path):
+def test_pages_agree_from_the_plan_to_the_summary_for_a_docx_with_a_page_break(tmp_path: Path, docx_writer):
     """A .docx counts as one page up front and two once read: the bar's total, its last count, the
     events of the service and the summary all end with the parsed count."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    make_docx_with_a_page_break(docs / "fleet.docx")
+    docx_writer(docs / "fleet.docx")
     (docs / "notes.md").write_text("# Notes\n\nThe harbour dredging begins in March.\n")
     clock = FakeClock()
     bar = _BarProgress(Console(file=io.StringIO()), clock=clock)
@@ -177,11 +208,11 @@ def test_pages_agree_from_the_plan_to_the_summary_for_a_docx_with_a_page_break(t
     assert "3/3 pages" in " ".join(rendered(bar, 80))
 
 
-def test_the_cli_bar_ends_on_the_summary_page_count(tmp_path: Path, monkeypatch):
+def test_the_cli_bar_ends_on_the_summary_page_count(tmp_path: Path, monkeypatch, docx_writer):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user settings
     docs = tmp_path / "docs"
     docs.mkdir()
-    make_docx_with_a_page_break(docs / "fleet.docx")
+    docx_writer(docs / "fleet.docx")
     col = tmp_path / "col"
     settings = col / "settings.toml"
     settings.parent.mkdir()
@@ -206,13 +237,13 @@ def test_a_file_not_indexed_leaves_the_total(status: str):
     assert (tracker.pages_done, tracker.pages_total) == (6, 6)
 
 
-def test_the_service_events_move_through_embedding_and_count_parsed_pages(tmp_path: Path):
+def test_the_service_events_move_through_embedding_and_count_parsed_pages(tmp_path: Path, docx_writer):
     """The web app draws these events: it showed '0 / 74 chunks' until a file was done, and a .docx as one page."""
     from hyperfolio.server.jobs import Job, JobProgress, Upload
 
     docs = tmp_path / "docs"
     docs.mkdir()
-    fleet = make_docx_with_a_page_break(docs / "fleet.docx")
+    fleet = docx_writer(docs / "fleet.docx")
     stations = docs / "stations.md"
     stations.write_text("# Stations\n\n" + "\n\n".join(f"## Station {n}\n\nIt made {n} MWh." for n in range(120)))
     job = Job("j1", "docs", [Upload("fleet.docx", fleet, 1), Upload("stations.md", stations, 1)])
@@ -253,3 +284,52 @@ def test_between_two_files_the_line_names_the_file_just_finished():
     assert (tracker.file_number, tracker.current, tracker.stage) == (1, "a.pdf", "added")
     tracker.file_started("b.pdf")
     assert tracker.file_number == 2
+
+
+class SlowLoadingEmbedder(WordCountEmbedder):
+    """A model that takes 40 s (of the fake clock) to load, on its first use: as the graph embedder's
+    distillation does on a first run."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock, self.loaded = clock, False
+
+    def load(self) -> None:
+        if not self.loaded:
+            self.clock.now += 40
+            self.loaded = True
+
+    def embed(self, texts):
+        self.load()
+        self.clock.now += 0.01 * len(texts)
+        return super().embed(texts)
+
+
+def test_models_load_before_the_first_file_so_its_rates_are_its_own(tmp_path: Path):
+    """The first use of the graph embedder distils it (tens of seconds) inside the first file's graph step;
+    the time left then said five minutes with one to go. Loading comes first now, announced, outside every file."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(3):
+        (docs / f"note{n}.md").write_text("# Note\n\n" + "\n\n".join(f"Station {k} made {k} MWh." for k in range(40)))
+    clock = FakeClock()
+    seen: list[str] = []
+
+    class Recording(_BarProgress):
+        def preparing(self, what: str) -> None:
+            seen.append(f"preparing {what}")
+            super().preparing(what)
+
+        def file_started(self, path: str) -> None:
+            seen.append("file")
+            super().file_started(path)
+
+    bar = Recording(Console(file=io.StringIO()), clock=clock)
+    embedder = SlowLoadingEmbedder(clock)
+    col = Collection(tmp_path / "col", settings=offline_settings(), embedder=embedder)
+    col.add([docs], progress=bar)
+    col.add([docs], progress=bar)  # nothing new, nothing loaded again
+    col.close()
+    assert seen[:2] == ["preparing loading the embedding models", "file"] and seen.count("file") == 6, seen
+    first_embedding = bar.tracker.embed.first
+    assert first_embedding is not None and first_embedding[1] < 5, first_embedding  # not the 40 s of loading

@@ -179,6 +179,8 @@ class _BarProgress(AddProgress):
         yield self._pages_line(width)
         if self.tracker.current:
             yield Text(self._file_line(width), no_wrap=True, overflow="ellipsis")
+        elif self.tracker.stage:  # before the first file: the models loading
+            yield Text(self.tracker.stage, no_wrap=True, overflow="ellipsis")
 
     def _pages_line(self, width: int) -> RenderableType:
         """'adding ━━━━━━  24/56 pages · about 1m08s left · 0:00:35 · 0.7 pages/s': the rate only where the
@@ -234,6 +236,12 @@ class _BarProgress(AddProgress):
         self.stop_if_signalled()
         self.tracker.planned(pages)
         self._planned = True
+
+    def preparing(self, what: str) -> None:
+        self.stop_if_signalled()
+        self.tracker.preparing(what)
+        if not self.console.is_terminal:
+            self.console.print(what, soft_wrap=True, highlight=False, markup=False)
 
     def file_started(self, path: str) -> None:
         self.stop_if_signalled()

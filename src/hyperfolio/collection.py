@@ -31,7 +31,7 @@ from hyperfolio.ingest import Executor, FileJob, ParseAhead, default_workers, ma
 from hyperfolio.model import Answer, Decision, Document, DocumentInfo, EvidencePackage
 from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.models.progress import ModelProgress
-from hyperfolio.models.protocols import Embedder
+from hyperfolio.models.protocols import Embedder, LoadsModel
 from hyperfolio.models.registry import ModelSet
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_bytes, quick_page_count
 from hyperfolio.parse.unlock import Password, read_unlocked
@@ -168,6 +168,10 @@ class AddProgress:
         """Pages of the current file parsed so far, of its `total`; the last call gives its parsed count."""
 
     def graph_stage(self, stage: str) -> None: ...
+
+    def preparing(self, what: str) -> None:
+        """Before the first file with new content: the models are loading (on a first use, also being
+        prepared), a one-time cost of the run that no file's time includes."""
 
 
 def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResult]]:
@@ -465,6 +469,8 @@ class Collection:
             with self.store.bulk():  # a PostgreSQL space outgrowing exact search gets its index once, at the end
                 for index, job in enumerate(jobs):
                     ahead.fill(jobs[index:], self._prepare)
+                    if job.parse and job.error is None:
+                        self._load_models(progress)
                     progress.file_started(str(job.path))
                     with self._lock:
                         result = self._add_one(job, ahead, progress)
@@ -477,6 +483,16 @@ class Collection:
         ahead.executor.close()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _load_models(self, progress: AddProgress) -> None:
+        """Load the embedders a new file needs (MiniLM a few seconds; the graph embedder, on a first use,
+        distilled in tens of seconds) while the workers parse, so the first file's rates are its own."""
+        needed = [self.embedder] + ([self.graph_embedder] if self.settings.build.hypergraph else [])
+        waiting = [e for e in dict.fromkeys(needed) if isinstance(e, LoadsModel) and not e.loaded]
+        if waiting:
+            progress.preparing("loading the embedding models")
+            for embedder in waiting:
+                embedder.load()
 
     def _executor(self, jobs: list[FileJob], workers: int | None, ray: str | None) -> Executor:
         """Ray when asked; else worker processes (-1: one per core, unless the files are so few that

@@ -132,6 +132,8 @@ def test_upload_progress_events(client):
     kinds = [e["type"] for e in client.events]
     assert kinds[0] == "queued" and kinds[1] == "started" and kinds[2] == "planned"
     assert kinds[-2:] == ["file", "done"]
+    if "preparing" in kinds:  # the models loading: before any file's progress, naming no file
+        assert kinds.index("preparing") < kinds.index("progress")
     progress = [e for e in client.events if e["type"] == "progress"]
     stages = {e["stage"] for e in progress}
     assert {"parsing", "embedding"} <= stages

@@ -495,6 +495,14 @@ def test_vectors(store):
     assert store.vector_scores(CHUNK_SPACE, query, []) == {}
     store.put_vectors(CHUNK_SPACE, [("north:1:0", "north")], np.array([[0, 0, 0.6, 0.8]], dtype=np.float32))  # replaced
     assert store.vector_search(CHUNK_SPACE, query, 1)[0] == ("north:1:0", pytest.approx(1.08))
+    queries = np.array([[0.1, 0.8, 0.6, 0.9], [0.9, 0.1, 0.0, 0.5], [0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
+    for scope in (None, ["baltic", "north"], ["nope"]):  # several questions' vectors at once, as each alone
+        together = store.vector_search_many(CHUNK_SPACE, queries, 2, scope)
+        alone = [store.vector_search(CHUNK_SPACE, q, 2, scope) for q in queries]
+        assert [[h[0] for h in hits] for hits in together] == [[h[0] for h in hits] for hits in alone]
+        assert [h[1] for hits in together for h in hits] == pytest.approx([h[1] for hits in alone for h in hits])
+    assert [h[0] for h in store.vector_search_many(CHUNK_SPACE, queries[:2], 1)[1]] == ["north:1:0"]
+    assert store.vector_search_many(CHUNK_SPACE, queries[:0], 2) == []
     store.set_stage("draft", STAGE_READY)
     assert store.vector_search(CHUNK_SPACE, query, 10)[0][0] == "north:1:0"
     assert len(store.vector_search(CHUNK_SPACE, query, 10)) == 4

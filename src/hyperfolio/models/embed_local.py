@@ -90,13 +90,20 @@ class _LazyEmbedder:
         with self._lock:
             return self._encode(model, texts)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
         with self._lock:
             if self._model is None:
                 _quiet_offline()
                 self._model = self._build()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        self.load()
         return _normalise(self._encode_unlocked(self._model, list(texts)))
 
 

@@ -22,6 +22,17 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class LoadsModel(Protocol):
+    """An embedder that loads (on a first use, also prepares) its model when first asked: `add` loads it
+    before the first file, so no file's measured rate carries that one-time cost."""
+
+    @property
+    def loaded(self) -> bool: ...
+
+    def load(self) -> None: ...
+
+
+@runtime_checkable
 class ChatModel(Protocol):
     """Messages in, text out; `schema` asks for JSON that validates against it."""
 

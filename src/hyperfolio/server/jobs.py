@@ -133,6 +133,11 @@ class JobProgress(AddProgress):
             "planned", pages_total=self.tracker.pages_total, files=[self.names.get(p, Path(p).name) for p in pages]
         )
 
+    def preparing(self, what: str) -> None:
+        """Its own event: no file is being worked on yet."""
+        self.tracker.preparing(what)
+        self.job.emit("preparing", stage=what)
+
     def file_started(self, path: str) -> None:
         self.tracker.file_started(path)
         self._tick("reading")

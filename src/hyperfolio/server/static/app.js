@@ -677,6 +677,9 @@ function followJob(job, rows, collection) {
   on("started", () => {
     rows.forEach((row) => updateRow(row, { detail: `waiting for its turn · ${plural(row.pages, "page")}` }));
   });
+  on("preparing", (data) => {
+    rows.filter((row) => !row.finished).forEach((row) => updateRow(row, { detail: data.stage }));
+  });
   on("progress", (data) => jobProgress(tracker, data));
   on("file", (data) => fileResult(tracker, data));
   on("done", (data) => jobDone(tracker, data));
