@@ -65,13 +65,21 @@ def _print_report(report: IntegrityReport, collection: str | None) -> None:
 
 
 def _print_unfinished(unfinished: list[Unfinished], collection: str | None) -> None:
-    """A note, not a problem: what another `add` at work looks like, and what a cut-off one leaves."""
+    """A note, not a problem: documents an `add` is indexing now (by its live claim), and those a cut-off
+    one left, with the command that finishes them."""
+    for doc in [d for d in unfinished if d.indexing_by][:EXAMPLES]:
+        errors.print(
+            f"[yellow]being indexed now[/yellow] by {escape(doc.indexing_by)}: {escape(doc.source)}",
+            soft_wrap=True,
+            highlight=False,
+        )
+    unfinished = [d for d in unfinished if not d.indexing_by]
     if not unfinished:
         return
     them = "it" if len(unfinished) == 1 else "them"
     errors.print(
-        f"[yellow]{counted(len(unfinished), 'document')} not fully indexed:[/yellow] an `add` is indexing {them} "
-        f"now, or one was interrupted. If none is running, finish {them} with:",
+        f"[yellow]{counted(len(unfinished), 'document')} not fully indexed:[/yellow] an interrupted `add` left "
+        f"{them}; finish {them} with:",
         soft_wrap=True,
         highlight=False,
     )

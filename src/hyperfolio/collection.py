@@ -61,7 +61,7 @@ from hyperfolio.store.base import (
     STAGE_PARSED,
     STAGE_READY,
 )
-from hyperfolio.store.claims import Claims, describe
+from hyperfolio.store.claims import Claims, describe, died_here
 from hyperfolio.store.integrity import REPAIR_ROUNDS, IntegrityReport, Unfinished
 from hyperfolio.timing import StageTimes
 
@@ -956,7 +956,10 @@ class Collection:
         finishes them. Run it while no `add` is writing to the collection: a document half built looks like
         dangling rows.
         """
-        unfinished = [Unfinished(d.doc_id, d.source, d.status) for d in self.store.unfinished_documents()]
+        documents = self.store.unfinished_documents()
+        holders = self.store.claim_holders([d.content_hash for d in documents])
+        live = {key: describe(owner) for key, owner in holders.items() if not died_here(owner)}
+        unfinished = [Unfinished(d.doc_id, d.source, d.status, live.get(d.content_hash, "")) for d in documents]
         report = IntegrityReport(self.store.integrity(), unfinished=unfinished)
         if not repair:
             return report

@@ -10,7 +10,9 @@ collection that passes and still answers.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -361,7 +363,7 @@ def test_an_unfinished_document_is_a_note_not_a_problem(col, raw, template):
     assert report.summary() == "collection OK; 1 document not fully indexed: hyperfolio add finishes it"
     data = report.to_dict()
     assert data["ok"] and data["findings"] == []
-    assert data["unfinished"] == [{"doc_id": doc, "source": source, "status": "parsed"}]
+    assert data["unfinished"] == [{"doc_id": doc, "source": source, "status": "parsed", "indexing_by": ""}]
     repaired = col.check(repair=True)
     assert repaired.repaired == {} and repaired.findings == [] and len(repaired.unfinished) == 1
     assert col.store.get_document(doc).status == "parsed"  # not indexed by the check
@@ -432,3 +434,25 @@ def test_the_command_notes_an_unfinished_document_outside_the_table(copy, raw, t
     source = str(template.docs / "wind.md")
     assert "1 document not fully indexed" in result.stderr and "interrupted" in result.stderr
     assert f"hyperfolio add {source} -c " in result.stderr
+
+
+def test_a_document_being_indexed_now_is_told_from_an_interrupted_one(col, raw, template):
+    """The live claim of a running `add` (this process, on this host) names who is indexing the document;
+    a claim whose process is gone does not, and the note then says how to finish it."""
+    from hyperfolio.store.claims import Claims, worker_name
+
+    doc = doc_id(raw, "wind.md")
+    raw.run("UPDATE doc_status SET stage = 'parsed' WHERE doc_id = ?", doc)
+    key = col.store.get_document(doc).content_hash
+    running = Claims(col.store, owner=worker_name())
+    assert running.take(key) is None
+    try:
+        (shown,) = col.check().unfinished
+        assert shown.indexing_by == f"process {os.getpid()} on {socket.gethostname()}", shown
+    finally:
+        running.close()
+    assert col.check().unfinished[0].indexing_by == ""  # released: an interrupted add's leftover
+    gone = Claims(col.store, owner=f"{socket.gethostname()}:{2**22 + 12345}:dead00")  # no such process
+    assert gone.take(key) is None
+    assert col.check().unfinished[0].indexing_by == ""
+    gone.close()

@@ -71,6 +71,9 @@ class DocumentStore(Protocol):
 
     def release(self, key: str, owner: str) -> None: ...
 
+    def claim_holders(self, keys: Sequence[str]) -> dict[str, str]:
+        """key -> owner of each live claim among `keys`: the documents some worker is indexing now."""
+
     def set_meta(self, key: str, value: str) -> None: ...
 
     def meta_items(self) -> dict[str, str]: ...

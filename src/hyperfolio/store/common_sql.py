@@ -25,6 +25,8 @@ CLAIM = (
     " SET owner = excluded.owner, expires_at = excluded.expires_at"
     " WHERE claims.owner = excluded.owner OR claims.expires_at < ? OR claims.owner = ?"
 )
+# The live claims among some keys (content hashes): who is indexing those documents now. Parameters: now.
+LIVE_CLAIMS = "SELECT key, owner FROM claims WHERE expires_at >= ? AND key IN ({marks})"
 CLAIM_TABLE = (
     "-- Who is indexing a document (by content hash) until when: workers sharing a collection take turns.\n"
     "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at {time} NOT NULL);\n"

@@ -84,6 +84,7 @@ class Unfinished:
     doc_id: str
     source: str
     status: str  # the last stage it reached
+    indexing_by: str = ""  # the worker indexing it now ("process 123 on host"), "" when none is: interrupted
 
 
 @dataclass

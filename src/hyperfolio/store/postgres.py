@@ -49,6 +49,7 @@ from hyperfolio.store.common_sql import (
     DOC_SELECT,
     ENTITY_CONCEPT_INSERT,
     INTEGRITY_CHECKS,
+    LIVE_CLAIMS,
     PAGE_SELECT,
     UNFINISHED_SELECT,
     counts_of,
@@ -607,6 +608,13 @@ class PostgresStore:
     def release(self, key: str, owner: str) -> None:
         with self.transaction() as cur:
             cur.execute("DELETE FROM claims WHERE key = %s AND owner = %s", (key, owner))
+
+    def claim_holders(self, keys: Sequence[str]) -> dict[str, str]:
+        if not keys:
+            return {}
+        keys = list(dict.fromkeys(keys))
+        (now,) = self._query("SELECT extract(epoch FROM clock_timestamp())::float8")[0]
+        return dict(self._query(pg(LIVE_CLAIMS.format(marks=",".join("?" * len(keys)))), (now, *keys)))
 
     def meta_items(self) -> dict[str, str]:
         return dict(self._query("SELECT key, value FROM meta ORDER BY key"))

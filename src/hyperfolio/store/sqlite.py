@@ -29,6 +29,7 @@ from hyperfolio.store.common_sql import (
     CLAIM_TABLE,
     DOC_SELECT,
     INTEGRITY_CHECKS,
+    LIVE_CLAIMS,
     PAGE_SELECT,
     UNFINISHED_SELECT,
     info_of,
@@ -305,6 +306,9 @@ class SQLiteStore(ConceptTables):
     def release(self, key: str, owner: str) -> None:
         with self.transaction() as db:
             db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+
+    def claim_holders(self, keys: Sequence[str]) -> dict[str, str]:
+        return dict(self._in_query(LIVE_CLAIMS, keys, [time.time()]))
 
     def bulk(self) -> AbstractContextManager[None]:
         """Nothing to defer: vectors are searched by a scan, FTS5 keeps itself up."""
