@@ -90,6 +90,10 @@ def test_judge_command_over_http(tmp_path, llm_server):
 
 def test_judge_without_a_model_names_the_setting_with_its_section(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no user settings
-    result = CliRunner().invoke(app, ["judge", "--strategies", "bm25,dense", "--out", str(tmp_path / "out")])
+    (tmp_path / "fleet.md").write_text("# Fleet\n\nThe Aurora carries 8,500 TEU.\n")
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"question": "What does the Aurora carry?", "answer": "8,500 TEU", "doc": "fleet.md"}))
+    args = ["judge", "--strategies", "bm25,dense", "--dataset", f"jsonl:{data}", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code != 0
     assert "set [models] judge_model (or model)" in " ".join(result.output.split()), result.output
