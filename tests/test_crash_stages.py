@@ -61,7 +61,7 @@ def _changed_earlier_documents(collection: Path) -> int:
     return sum(1 for doc, decision, evidence in rows if decision != "kept" and doc not in evidence)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_killed_at_any_stage_add_again_gives_the_uninterrupted_store(uninterrupted, embedder):
     work, fixture, profile, setup = uninterrupted  # count_stages checked the uninterrupted run's integrity
     reference = harness.dump_sqlite(profile.collection)

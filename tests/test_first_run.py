@@ -298,7 +298,7 @@ STAGES = {
 }
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize(
     ("stage", "signum"),
     [

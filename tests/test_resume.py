@@ -70,7 +70,7 @@ KILLER = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_sigkill_mid_ingest_then_resume(tmp_path, embedder, monkeypatch):
     monkeypatch.setattr("hyperfolio.collection.EMBED_BATCH_CHUNKS", 8)
     files = write_corpus(tmp_path / "docs")
@@ -116,7 +116,7 @@ def test_sigkill_mid_ingest_then_resume(tmp_path, embedder, monkeypatch):
     reference.close()
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_sigkill_at_an_arbitrary_moment_via_cli(tmp_path):
     """Kill the real CLI after a while, wherever it is; a second `hyperfolio add` completes cleanly."""
     write_corpus(tmp_path / "docs", count=6, paragraphs=60)

@@ -111,7 +111,7 @@ def test_a_script_without_a_main_guard_still_indexes(tmp_path, pdf_writer):
     assert "parsing in this process instead" in done.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_sigkill_with_workers_then_add_again_equals_an_uninterrupted_run(tmp_path, pdf_writer):
     write_reports(tmp_path / "docs", count=6, pages=6, pdf_writer=pdf_writer)
     col_dir = tmp_path / "col"

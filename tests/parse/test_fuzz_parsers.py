@@ -991,6 +991,7 @@ def exercise(path: Path, data: bytes) -> list[ParseError | None]:
 # ---------------------------------------------------------------- the fuzz tests
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("kind", PARSERS)
 def test_parser_survives_mutated_inputs(kind: str, tmp_path: Path) -> None:
     names = sorted(seeds(kind))
@@ -1026,6 +1027,7 @@ def test_seeds_are_valid_documents(tmp_path: Path) -> None:
             assert outcomes == [None] * len(outcomes), (kind, name, outcomes)
 
 
+@pytest.mark.long
 def test_real_pdfs_survive_mutated_inputs(tmp_path: Path) -> None:
     """Real MMLongBench-Doc PDFs (xref streams, fonts, images real tools wrote), mutated a few times."""
     real = _real_pdfs(2)

@@ -18,7 +18,7 @@ from hyperfolio.collection import Collection
 from hyperfolio.models.usage import read_usage
 from hyperfolio.store.base import STAGE_READY
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.long]
 
 QUESTION = "Which treatment works filters the water from Greywater Reservoir?"
 TIMEOUT = 600  # seconds; extraction on one CPU thread is the slow part

@@ -19,7 +19,7 @@ from hyperfolio.config import Settings
 from hyperfolio.models.usage import StageUsage, read_usage
 from hyperfolio.store.base import STAGE_READY
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.long]
 
 QUESTION = "How much drinking water did Greywater Reservoir supply in 2023?"
 

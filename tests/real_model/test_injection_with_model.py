@@ -20,7 +20,7 @@ from hyperfolio.collection import Collection
 from hyperfolio.models.fence import EVIDENCE_RULE, TAG_PREFIX
 from hyperfolio.models.openai_compat import OpenAICompatClient
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.long]
 
 DOC = """\
 # Tarnby Ferry Annual Review

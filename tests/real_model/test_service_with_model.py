@@ -9,7 +9,7 @@ import pytest
 
 from hyperfolio.collection import Collection
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.long]
 fastapi = pytest.importorskip("fastapi", reason="pip install -e '.[serve]' installs the service")
 
 QUESTION = "How much drinking water did Greywater Reservoir supply in 2023?"

@@ -338,7 +338,7 @@ def settle(target: Target, report: Report, timeout: float = 300.0) -> None:
 
 
 # ---------------------------------------------------------------------- the test
-@pytest.mark.slow
+@pytest.mark.long
 def test_fuzz_every_operation(tmp_path, serve_app, capsys):
     sample = write_sample_report(tmp_path / "sample-report.pdf")
     app = create_app(ServerConfig(root=tmp_path / "root", mcp=False, max_upload_mb=2.0))

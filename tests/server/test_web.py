@@ -22,6 +22,7 @@ from hyperfolio.sample import SAMPLE_QUESTION, SAMPLE_TITLE, write_sample_report
 pytest.importorskip("fastapi", reason="pip install -e '.[serve]' installs the service")
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' installs Playwright")
 expect = playwright.expect
+pytestmark = pytest.mark.long  # a real browser: run by .ci/run (`pytest -m long`)
 
 CORRUPT_PDF = b"%PDF-1.4 garbage"
 NOTES = "# Site notes\n\nThe Baltic wind farm at Kriegers Flak opened in 2021 with 40 turbines.\n"

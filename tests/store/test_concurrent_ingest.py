@@ -16,7 +16,7 @@ import pytest
 
 from hyperfolio.sample import write_sample_report
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.long
 
 NOTES = {
     "baltic.md": "# Baltic\n\nThe Baltic wind farm at Kriegers Flak opened in 2021 with 72 turbines.\n",

@@ -11,6 +11,7 @@ from hyperfolio.viz import Budget, prune, write_html
 from .test_hyperviz import star_graph
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]' installs Playwright")
+pytestmark = pytest.mark.long  # a real browser: run by .ci/run (`pytest -m long`)
 
 
 def test_page_loads_offline_and_a_click_expands_an_entity(tmp_path, browser):
