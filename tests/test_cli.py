@@ -126,6 +126,13 @@ def test_concept_mode_with_knobs_and_the_conflicts_command(tmp_path):
     assert json.loads(result.output)["strategy"] == "concept"
     bad = runner.invoke(app, ["retrieve", "fleet capacity", "--mode", "concept", "-c", col, "--set", "nope=1"])
     assert bad.exit_code == 1 and "unknown setting" in bad.output
+    # The knobs are typed against the mode the call runs: without --mode, the collection's default_mode
+    # (before: typed against "no mode", so a `dual` knob was refused by a collection whose default is dual).
+    (tmp_path / "col" / "settings.toml").write_text('default_mode = "dual"\n')
+    dual = runner.invoke(app, ["retrieve", "fleet capacity", "-c", col, "--set", "entity_threshold=0.4", "--json"])
+    assert dual.exit_code == 0 and json.loads(dual.output)["strategy"] == "dual", dual.output
+    wrong = runner.invoke(app, ["retrieve", "fleet capacity", "-c", col, "--set", "entity_threshold=high"])
+    assert wrong.exit_code == 1 and "entity_threshold" in wrong.output, wrong.output
     listed = runner.invoke(app, ["conflicts", "-c", col, "--json"])
     assert listed.exit_code == 0, listed.output
     decisions = json.loads(listed.output)

@@ -41,7 +41,6 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.ingest.progress import Tracker
 from hyperfolio.models.progress import clock
 from hyperfolio.render import answer_dict, evidence_dict
-from hyperfolio.retrieve.base import typed_knobs
 from hyperfolio.store import display_name, is_server_location, local_folder
 from hyperfolio.timing import StageTimes
 
@@ -128,8 +127,8 @@ ServerOpt = Annotated[
 ]
 
 
-def _knobs(pairs: list[str] | None, mode: str | None) -> dict[str, Any] | None:
-    """KEY=VALUE pairs as typed options of the mode's settings section (unknown keys are an error)."""
+def _knobs(pairs: list[str] | None) -> dict[str, Any] | None:
+    """KEY=VALUE pairs; the collection types them against the mode it runs (unknown keys are an error)."""
     if not pairs:
         return None
     values: dict[str, Any] = {}
@@ -138,17 +137,14 @@ def _knobs(pairs: list[str] | None, mode: str | None) -> dict[str, Any] | None:
         if not sep:
             fail(f"--set expects KEY=VALUE, not {pair!r}")
         values[key.strip()] = value.strip()
-    try:
-        return typed_knobs(mode or "", values)
-    except ValueError as exc:
-        fail(str(exc))
+    return values
 
 
 def _query(
     method: Any, question: str, mode: str | None, k: int | None, doc: str | None, knobs: list[str] | None = None
 ) -> Any:
     """Run `Collection.ask` or `.retrieve`, turning user mistakes into a clear error and exit code 1."""
-    options = _knobs(knobs, mode)
+    options = _knobs(knobs)
     try:
         return method(question, mode=mode, k=k, doc=doc, options=options)
     except (HyperfolioError, ValueError) as exc:
@@ -544,7 +540,7 @@ def _ask_service(
     client = ServiceClient(url, os.environ.get("HYPERFOLIO_API_KEY", ""))
     try:
         method = client.ask if kind == "ask" else client.retrieve
-        return method(Path(location(collection)).name, question, mode=mode, k=k, doc=doc, options=_knobs(knobs, mode))
+        return method(Path(location(collection)).name, question, mode=mode, k=k, doc=doc, options=_knobs(knobs))
     except HyperfolioError as exc:
         fail(str(exc))
     finally:

@@ -36,7 +36,7 @@ from hyperfolio.models.registry import ModelSet
 from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_bytes, quick_page_count
 from hyperfolio.parse.unlock import Password, read_unlocked
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
-from hyperfolio.retrieve.base import with_knobs
+from hyperfolio.retrieve.base import typed_knobs, with_knobs
 from hyperfolio.retrieve.encoding import TextCache
 from hyperfolio.retrieve.evidence import regroup
 from hyperfolio.retrieve.features import Candidates, candidate_features
@@ -826,7 +826,8 @@ class Collection:
         """Ranked, cited evidence for a question, over the collection or scoped to documents.
 
         `options` change the mode's knobs for this call (`DualOptions`, `ConceptOptions`, `TopDownOptions`;
-        `by_modality` and the per-modality limits for the flat modes)."""
+        `by_modality` and the per-modality limits for the flat modes), typed here against the mode this call
+        runs (the collection's default when none is given): strings from a command line or a form will do."""
         if not question.strip():
             raise HyperfolioError("the question is empty")
         strategy = make_strategy(mode or self.settings.default_mode)
@@ -838,6 +839,7 @@ class Collection:
         if strategy.name == "auto":
             context.ranker = self.ranker
         if options:
+            options = typed_knobs(strategy.name, options)  # unknown or mistyped: ConfigError naming the knob
             context = with_knobs(context, strategy.name, options)
         evidence = strategy.retrieve(query, context)
         if strategy.name != "concept" and (options or {}).get("by_modality"):
