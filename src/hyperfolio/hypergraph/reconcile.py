@@ -29,8 +29,7 @@ from hyperfolio.hypergraph.facts_offline import years_in
 from hyperfolio.hypergraph.merge import MergedGraph
 from hyperfolio.model import Decision
 from hyperfolio.phrases import content_words, first_number, normalize_name
-from hyperfolio.store.base import DocumentStore, HypergraphStore, Store
-from hyperfolio.store.concept_tables import RECONCILE_COUNTS
+from hyperfolio.store.base import RECONCILE_COUNTS, DocumentStore, HypergraphStore, Store
 
 MUTUAL, TEMPORAL, GRANULARITY = "mutual", "temporal", "granularity"
 # Relations that give their head one value at a time: membership, place, identity, ownership.

@@ -1,8 +1,8 @@
-"""The store port: `open_store(location)` picks the backend for a collection's location.
+"""The store port: `open_store(location)` opens the collection at a location in its backend.
 
 A directory is an embedded SQLite collection; a `postgresql://` URL is a PostgreSQL database with
-pgvector (one database per collection). Backends are imported only when chosen, so the default
-install needs no database driver.
+pgvector (one database per collection). Which backend a location names is decided once, in
+`store/backends.py`; backends are imported only when chosen, so the default install needs no driver.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from urllib.parse import urlsplit
 
 from hyperfolio.config import data_home
 from hyperfolio.errors import StoreError
+from hyperfolio.store.backends import backend_of, is_url
 from hyperfolio.store.base import ModelRecordStore, Store
-
-SERVER_SCHEMES = ("postgresql://", "postgres://")
-
 
 # A collection's name: what every face (CLI, service, web app, MCP, demo, the Python API) accepts for a
 # collection under the data root.
@@ -24,7 +22,8 @@ COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 def is_server_location(location: str | Path) -> bool:
-    return str(location).startswith(SERVER_SCHEMES)
+    """Whether a collection lives on a server (its location a URL) rather than in a folder."""
+    return is_url(location)
 
 
 def resolve_location(ref: str | Path) -> str:
@@ -69,28 +68,19 @@ def local_folder(location: str) -> Path:
 
 def open_store(location: str | Path) -> Store:
     """The store at `location` (created when missing)."""
-    if is_server_location(location):
-        try:
-            from hyperfolio.store.postgres import PostgresStore
-        except ImportError as exc:
-            raise StoreError(
-                f"{location}: a PostgreSQL collection needs pip install 'hyperfolio[postgres]' ({exc.name} is missing)"
-            ) from exc
-        return PostgresStore(str(location))
-    from hyperfolio.store.sqlite import SQLiteStore
-
-    return SQLiteStore(Path(location).expanduser())
+    store: Store = backend_of(location).load(location).open_store(_native(location))
+    return store
 
 
 def open_model_records(location: str | Path) -> ModelRecordStore:
     """The model-call records (reply cache, usage, server profiles) of the collection at `location`."""
-    if is_server_location(location):
-        from hyperfolio.store.postgres import open_model_records as open_server_records
+    records: ModelRecordStore = backend_of(location).load(location).open_model_records(_native(location))
+    return records
 
-        return open_server_records(str(location))
-    from hyperfolio.store.sqlite import open_model_records as open_local_records
 
-    return open_local_records(Path(location).expanduser())
+def _native(location: str | Path) -> str | Path:
+    """The location as its backend takes it: a URL as text, a folder as a path."""
+    return str(location) if is_url(location) else Path(location).expanduser()
 
 
 def model_records_from(source: ModelRecordStore | str | Path) -> tuple[ModelRecordStore, bool]:
@@ -123,26 +113,12 @@ def copy_store(source: Store, location: str | Path) -> Store:
 
 def store_exists(location: str | Path) -> bool:
     """Whether a store is there already (opening one that is not would create it)."""
-    if is_server_location(location):
-        from hyperfolio.store.postgres import store_exists as server_store_exists
-
-        return server_store_exists(str(location))
-    from hyperfolio.store.sqlite import DB_NAME
-
-    return (Path(location).expanduser() / DB_NAME).is_file()
+    return bool(backend_of(location).load(location).store_exists(_native(location)))
 
 
 def remove_store(location: str | Path) -> None:
     """Delete the store at `location` (a collection variant being rebuilt); closed stores only."""
-    if is_server_location(location):
-        from hyperfolio.store.postgres import remove_store as remove_server_store
-
-        remove_server_store(str(location))
-        return
-    from hyperfolio.store.sqlite import DB_NAME
-
-    for suffix in ("", "-wal", "-shm"):
-        (Path(location).expanduser() / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
+    backend_of(location).load(location).remove_store(_native(location))
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from typing import Any
 
 from hyperfolio.model import Decision, FactRow
 from hyperfolio.phrases import normalize_name
+from hyperfolio.store.base import RECONCILE_COUNTS
 from hyperfolio.store.common_sql import CONCEPT_INSERT, ENTITY_CONCEPT_INSERT, counts_of, decision_row
 
 CONCEPT_SCHEMA = """
@@ -80,7 +81,6 @@ LAYER_TABLES = (
     "conflict_log",
     "reconcile_stats",
 )
-RECONCILE_COUNTS = ("facts", "groups", "conflicts", "kept", "merged", "revised", "dropped", "unresolved")
 # One document's provenance rows, found by their document: left to choose, SQLite walks every row of the
 # item kind (all documents') for a query that names both, which grows with the collection.
 DOC_PROVENANCE = "provenance p INDEXED BY provenance_doc"

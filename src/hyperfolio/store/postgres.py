@@ -1802,3 +1802,8 @@ __all__ = ["EXACT_SEARCH_MAX", "PostgresStore", "fts_tokens", "query_terms", "re
 
 def _info(row: Sequence[Any]) -> DocumentInfo:
     return info_of(row, dict(row[9] or {}))
+
+
+def open_store(url: str) -> PostgresStore:
+    """The collection in the database at `url` (its tables created when missing)."""
+    return PostgresStore(url)

@@ -1063,3 +1063,18 @@ def open_model_records(directory: str | Path) -> ModelRecords:
 
 def _info(row: Sequence[Any]) -> DocumentInfo:
     return info_of(row, json.loads(row[9] or "{}"))
+
+
+def open_store(directory: str | Path) -> SQLiteStore:
+    """The collection in `directory` (created when missing)."""
+    return SQLiteStore(Path(directory).expanduser())
+
+
+def store_exists(directory: str | Path) -> bool:
+    return (Path(directory).expanduser() / DB_NAME).is_file()
+
+
+def remove_store(directory: str | Path) -> None:
+    """Delete the database and its write-ahead files (a closed store: a collection variant being rebuilt)."""
+    for suffix in ("", "-wal", "-shm"):
+        (Path(directory).expanduser() / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
