@@ -41,6 +41,7 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.ingest.progress import Tracker
 from hyperfolio.models.progress import clock
 from hyperfolio.render import answer_dict, evidence_dict
+from hyperfolio.retrieve import STRATEGIES
 from hyperfolio.store import display_name, is_server_location, local_folder
 from hyperfolio.timing import StageTimes
 
@@ -105,8 +106,8 @@ ModeOpt = Annotated[
     typer.Option(
         "--mode",
         "-m",
-        help="Retrieval mode: auto, bm25, dense, hybrid, dual, concept, topdown. "
-        "Default: auto, or the collection's default_mode setting.",
+        help=f"Retrieval mode: {', '.join(STRATEGIES)}. Default: the collection's default_mode setting "
+        f"({Settings().default_mode} unless set).",
         show_default=False,
     ),
 ]

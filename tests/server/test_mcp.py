@@ -50,6 +50,9 @@ async def stdio_session_calls(root: Path, pdf: Path, locked: Path, errlog: Any) 
             doc = cited.get("doc_id", "?")
             where = {"doc": doc, "page": cited.get("page", 1), "boxes": [cited["bbox"]] if cited.get("bbox") else None}
             out["page"] = await session.call_tool("get_page", where)
+            knobs = {"question": SAMPLE_QUESTION, "mode": "concept", "options": {"scoring": "keyword", "concepts": 5}}
+            out["knobs"] = await session.call_tool("retrieve", knobs)
+            out["bad_knob"] = await session.call_tool("retrieve", {**knobs, "options": {"nope": 1}})
             out["missing"] = await session.call_tool("ask", {"question": "anything", "collection": "nope"})
             out["bad_page"] = await session.call_tool("get_page", {"doc": doc, "page": 99})
             vault = {"path": str(locked), "collection": "vault"}  # its own collection: `default` stays as above
@@ -111,6 +114,12 @@ def test_ask_answers_with_a_cited_page(calls):
     assert first["title"] == SAMPLE_TITLE and first["page"] == 2
     text = text_of(asked)
     assert "[1] " + SAMPLE_TITLE in text and "page 2" in text and first["doc_id"] in text
+
+
+def test_retrieve_takes_the_mode_s_knobs_as_every_face_does(calls):
+    assert not calls["knobs"].is_error, text_of(calls["knobs"])
+    assert calls["knobs"].structured_content["strategy"] == "concept"
+    assert calls["bad_knob"].is_error and "unknown setting 'nope'" in text_of(calls["bad_knob"])
 
 
 def test_get_page_returns_the_picture_and_its_text(calls):

@@ -57,6 +57,14 @@ DocArg = Annotated[
     str | list[str] | None,
     Field(description="Only search these documents (doc id, title or file name; one or a list)."),
 ]
+OptionsArg = Annotated[
+    dict[str, str | int | float | bool] | None,
+    Field(
+        max_length=20,
+        description="Retrieval knobs of the mode for this call, as the CLI's --set takes them "
+        '(e.g. {"scoring": "keyword"} for concept, {"entity_threshold": 0.4} for dual).',
+    ),
+]
 
 INSTRUCTIONS = """\
 hyperfolio answers questions about indexed documents (PDF, Word, PowerPoint, Excel/CSV, images,
@@ -217,6 +225,7 @@ def build_mcp(library: Library) -> MCPServer:
         k: KArg = None,
         doc: DocArg = None,
         collection: CollectionArg = DEFAULT_COLLECTION,
+        options: OptionsArg = None,
     ) -> Structured:
         """Answer a question from the collection's documents, with numbered citations.
 
@@ -224,7 +233,9 @@ def build_mcp(library: Library) -> MCPServer:
         label where it differs) and the region on the page as a box [x0, y0, x1, y1] in points;
         pass the doc id, page and box to get_page to see it.
         """
-        data = await work(lambda: answer_dict(library.reader(collection).ask(question, mode=mode, k=k, doc=doc)))
+        data = await work(
+            lambda: answer_dict(library.reader(collection).ask(question, mode=mode, k=k, doc=doc, options=options))
+        )
         return _result(_answer_text(data), _plain(data))
 
     @mcp.tool(annotations=reading)
@@ -234,12 +245,17 @@ def build_mcp(library: Library) -> MCPServer:
         k: KArg = None,
         doc: DocArg = None,
         collection: CollectionArg = DEFAULT_COLLECTION,
+        options: OptionsArg = None,
     ) -> Structured:
         """Rank the passages (text, tables, figures) that bear on a question, each with its citation.
 
         Use it to read the evidence itself rather than a composed answer.
         """
-        data = await work(lambda: evidence_dict(library.reader(collection).retrieve(question, mode=mode, k=k, doc=doc)))
+        data = await work(
+            lambda: evidence_dict(
+                library.reader(collection).retrieve(question, mode=mode, k=k, doc=doc, options=options)
+            )
+        )
         return _result(_evidence_text(data), _plain(data))
 
     @mcp.tool(annotations=reading)
