@@ -12,7 +12,7 @@ import pytest
 from fake_openai_server import Reply
 
 from hyperfolio import Collection, Settings
-from hyperfolio.grounding import PageText
+from hyperfolio.hypergraph.grounding import PageText
 from hyperfolio.sample import write_sample_report
 
 # Page 2 of the sample report as a 1.5B model wrote it: "97.3 M$" for the cell "97.3", "1,850 MW" for

@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from hyperfolio.grounding import PageText
 from hyperfolio.hypergraph.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.facts_offline import ConceptNamer, concept_name
+from hyperfolio.hypergraph.grounding import PageText
 from hyperfolio.hypergraph.ledger import BuildLedger, page_item
 from hyperfolio.model import Chunk
 from hyperfolio.models.budget import call_budget, schema_overhead, tokens_of
