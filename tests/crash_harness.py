@@ -166,13 +166,13 @@ class Stage:
         return qualname.endswith(self.qualname[1:]) if self.qualname.startswith("*.") else qualname == self.qualname
 
 
-# In the order one `add` of a new document meets them (collection.py, ingest/parse_ahead.py, pipeline.py).
+# In the order one `add` of a new document meets them (collection.py, ingest/, hypergraph/pipeline.py).
 STAGES: tuple[Stage, ...] = (
     Stage("open", "collection.py", "Collection.__init__"),  # settings, the store and its schema
-    Stage("read", "collection.py", "Collection._prepare"),  # the file read and hashed, the store asked; the claim
+    Stage("read", "ingest/pipeline.py", "IngestPipeline._prepare"),  # the file read and hashed, the store asked
     Stage("parse", "ingest/parse_ahead.py", "ParseAhead.document"),  # pages read (here: one small PDF), assembled
-    Stage("write", "collection.py", "Collection._write"),  # images on disk, document and chunks in one transaction
-    Stage("chunk-embedding", "collection.py", "Collection._index"),  # chunk vectors, batch by batch
+    Stage("write", "ingest/pipeline.py", "IngestPipeline._write"),  # images, document and chunks: one transaction
+    Stage("chunk-embedding", "ingest/pipeline.py", "IngestPipeline._index"),  # chunk vectors, batch by batch
     Stage("extraction", "hypergraph/pipeline.py", "build_document_graph"),
     Stage("merge", "hypergraph/merge.py", "merge"),
     Stage("reconcile", "hypergraph/reconcile.py", "reconcile"),

@@ -106,8 +106,8 @@ ModeOpt = Annotated[
     typer.Option(
         "--mode",
         "-m",
-        help=f"Retrieval mode: {', '.join(STRATEGIES)}. Default: the collection's default_mode setting "
-        f"({Settings().default_mode} unless set).",
+        help=f"Retrieval mode: {', '.join(STRATEGIES)}. Default: {Settings().default_mode}, or the collection's "
+        "default_mode setting.",
         show_default=False,
     ),
 ]

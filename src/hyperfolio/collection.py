@@ -7,33 +7,38 @@ the parsers, retrieval strategies and the answerer.
 from __future__ import annotations
 
 import asyncio
-import glob
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hyperfolio.answer import Answerer, ExtractiveAnswerer
 from hyperfolio.config import Settings
-from hyperfolio.errors import DocumentNotFound, DuplicateDocument, HyperfolioError, ParseError, StoreError
+from hyperfolio.errors import DocumentNotFound, HyperfolioError
 from hyperfolio.hypergraph.extract import Extractor
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.layers import OfflineThemer, Themer
-from hyperfolio.hypergraph.ledger import MODEL, OFFLINE, BuildLedger
-from hyperfolio.hypergraph.pipeline import EXTRACTION_COUNTS, GraphReport, build_document_graph
+from hyperfolio.hypergraph.ledger import OFFLINE
+from hyperfolio.hypergraph.pipeline import EXTRACTION_COUNTS, GraphReport
 from hyperfolio.hypergraph.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
-from hyperfolio.hypergraph.refine import OfflineRefiner, Refiner, refine_anchors
-from hyperfolio.ingest import Executor, FileJob, ParseAhead, default_workers, make_executor
-from hyperfolio.model import Answer, Decision, Document, DocumentInfo, EvidencePackage
+from hyperfolio.hypergraph.refine import OfflineRefiner, Refiner
+from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS as EMBED_BATCH_CHUNKS
+from hyperfolio.ingest.embedding import embed_chunks
+from hyperfolio.ingest.embedding import embedding_text as embedding_text
+from hyperfolio.ingest.pipeline import Components, IngestPipeline
+from hyperfolio.ingest.report import AddProgress as AddProgress
+from hyperfolio.ingest.report import AddReport as AddReport
+from hyperfolio.ingest.report import AddResult as AddResult
+from hyperfolio.ingest.report import expand_paths as expand_paths
+from hyperfolio.model import Answer, Decision, DocumentInfo, EvidencePackage
 from hyperfolio.models.embed_local import make_embedder
-from hyperfolio.models.progress import ModelProgress
-from hyperfolio.models.protocols import Embedder, LoadsModel
+from hyperfolio.models.protocols import Embedder
 from hyperfolio.models.registry import ModelSet
-from hyperfolio.parse import SUPPORTED_SUFFIXES, parse_bytes, quick_page_count
+from hyperfolio.parse import parse_bytes
 from hyperfolio.parse.unlock import Password, read_unlocked
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
 from hyperfolio.retrieve.base import typed_knobs, with_knobs
@@ -44,26 +49,16 @@ from hyperfolio.retrieve.keywords import Decomposer, OfflineDecomposer
 from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
 from hyperfolio.store import (
     Store,
-    copy_store,
     display_name,
     is_server_location,
     local_folder,
     open_store,
-    remove_store,
     resolve_location,
     store_exists,
 )
-from hyperfolio.store.base import (
-    CHUNK_SPACE,
-    STAGE_EMBEDDED,
-    STAGE_GRAPH_WRITTEN,
-    STAGE_GRAPHED,
-    STAGE_PARSED,
-    STAGE_READY,
-)
+from hyperfolio.store.base import CHUNK_SPACE, STAGE_READY
 from hyperfolio.store.claims import Claims, describe, died_here
 from hyperfolio.store.integrity import REPAIR_ROUNDS, IntegrityReport, Unfinished
-from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:  # the language-model stages load only when a model is configured
     from hyperfolio.hypergraph.estimate import WorkEstimate
@@ -73,70 +68,7 @@ if TYPE_CHECKING:  # the language-model stages load only when a model is configu
 
 log = logging.getLogger(__name__)
 
-# Chunks embedded, committed and reported as one step of `add`: a step of long chunks takes about a
-# second on two cores, so the progress moves; smaller batches, sorted by length, lose no throughput.
-EMBED_BATCH_CHUNKS = 16
-SMALL_JOB_BYTES = 2_000_000  # one PDF smaller than this parses faster here than worker processes start
 RETRIEVAL_MODES: tuple[str, ...] = tuple(STRATEGIES)
-
-
-@dataclass
-class AddResult:
-    path: str
-    status: str  # "added", "resumed", "replaced", "skipped", "failed", "unsupported" (in a folder: not read)
-    doc_id: str = ""
-    title: str = ""
-    pages: int = 0
-    chunks: int = 0
-    seconds: float = 0.0
-    reason: str = ""
-    stage_seconds: dict[str, float] = field(default_factory=dict)  # this run's seconds per stage
-    # With a model configured: per stage, how many parts (pages, themes...) the model built and how
-    # many fell back to the offline path; and the model calls this file took (cache hits apart).
-    built: dict[str, dict[str, int]] = field(default_factory=dict)
-    model_calls: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "failed"
-
-    @property
-    def model_built_nothing(self) -> bool:
-        """A model was asked to build parts of this file and every one fell back offline."""
-        return bool(self.built) and all(not by.get(MODEL) for by in self.built.values())
-
-    def model_summary(self) -> str:
-        """ "model built 3 of 4 extract (1 fell back offline), 9 of 9 themes; 14 model calls" ("" offline)."""
-        if not self.built:
-            return ""
-        parts = []
-        for stage, by in sorted(self.built.items()):
-            model, offline = by.get(MODEL, 0), by.get(OFFLINE, 0)
-            parts.append(
-                f"{model} of {model + offline} {stage}" + (f" ({offline} fell back offline)" if offline else "")
-            )
-        calls = f"{self.model_calls} model call" + ("" if self.model_calls == 1 else "s")
-        return "model built " + ", ".join(parts) + f"; {calls}"
-
-
-@dataclass
-class AddReport:
-    results: list[AddResult] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def failed(self) -> list[AddResult]:
-        return [r for r in self.results if not r.ok]
-
-    @property
-    def pages(self) -> int:
-        return sum(r.pages for r in self.results if r.status in {"added", "resumed", "replaced"})
-
-    @property
-    def model_built_nothing(self) -> bool:
-        """Files were built with a configured model this run, and the model built none of their parts."""
-        built = [r for r in self.results if r.built]
-        return bool(built) and all(r.model_built_nothing for r in built)
 
 
 @dataclass
@@ -148,60 +80,6 @@ class Picture:
     entities: int
     hyperedges: int
     pruned: int
-
-
-class AddProgress:
-    """Callbacks for long ingestion; the CLI draws a progress bar from them (`ingest.progress.Tracker`)."""
-
-    def planned(self, pages: dict[str, int]) -> None:
-        """Called once before work starts: each file's pages, a quick count (1 for formats without pages,
-        whose pages are made when they are read); `pages_parsed` gives the count each file is stored with."""
-
-    def file_started(self, path: str) -> None: ...
-
-    def file_finished(self, result: AddResult) -> None: ...
-
-    def chunks_embedded(self, count: int, total: int = 0) -> None:
-        """Chunks of the current file embedded so far, after each batch (`EMBED_BATCH_CHUNKS`), from 0."""
-
-    def pages_parsed(self, done: int, total: int) -> None:
-        """Pages of the current file parsed so far, of its `total`; the last call gives its parsed count."""
-
-    def graph_stage(self, stage: str) -> None: ...
-
-    def preparing(self, what: str) -> None:
-        """Before the first file with new content: the models are loading (on a first use, also being
-        prepared), a one-time cost of the run that no file's time includes."""
-
-
-def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResult]]:
-    """Files, folders (recursively, supported types only) and glob patterns -> files."""
-    files: list[Path] = []
-    problems: list[AddResult] = []
-    for raw in paths:
-        text = str(raw)
-        path = Path(text).expanduser()
-        if path.is_dir():
-            inside = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-            found = [p for p in inside if p.suffix.lower() in SUPPORTED_SUFFIXES]
-            for other in inside:  # listed in the report, not skipped silently
-                if other.suffix.lower() not in SUPPORTED_SUFFIXES:
-                    kind = other.suffix or "(no suffix)"
-                    problems.append(AddResult(str(other), "unsupported", reason=f"unsupported file type {kind}"))
-            if not found:
-                problems.append(AddResult(text, "failed", reason="folder holds no supported files"))
-            files.extend(found)
-        elif path.exists():
-            files.append(path)
-        elif any(ch in text for ch in "*?["):
-            matched = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
-            if not matched:
-                problems.append(AddResult(text, "failed", reason="pattern matches no files"))
-            files.extend(matched)
-        else:
-            problems.append(AddResult(text, "failed", reason="no such file or folder"))
-    unique = list(dict.fromkeys(p.resolve() for p in files))
-    return unique, problems
 
 
 class Collection:
@@ -243,10 +121,36 @@ class Collection:
         self._models: ModelSet | None = None
         self._ranker: RankerSet | None = None
         self._texts = TextCache()  # words of chunks and pages, for `auto`'s features across questions
-        self.last_graph_report: GraphReport | None = None
         # One writer at a time per collection object: add and remove check, then write.
         self._lock = threading.RLock()
         self.claims = Claims(self.store)  # documents this object is indexing, so other workers leave them be
+        self._ingest = self._pipeline()
+
+    def _pipeline(self) -> IngestPipeline:
+        """The ingestion pipeline on this collection's store, folder, claims and lock. Its parts are getters
+        of this object's lazily built ones; the chunk batch and text are this module's at opening time."""
+        parts = Components(
+            embedder=lambda: self.embedder,
+            graph_embedder=lambda: self.graph_embedder,
+            models=lambda: self.models,
+            usage_note=self._usage_note,
+            extractor=lambda: self.extractor,
+            summariser=lambda: self.summariser,
+            reconcilers=lambda: self.reconcilers,
+            themer=lambda: self.themer,
+            refiner=lambda: self.refiner,
+            resolve=self.resolve,
+        )
+        return IngestPipeline(
+            self.store,
+            self.settings,
+            self.path,
+            self.claims,
+            self._lock,
+            parts,
+            chunk_batch=EMBED_BATCH_CHUNKS,
+            text_of=embedding_text,
+        )
 
     @property
     def label(self) -> str:
@@ -437,6 +341,7 @@ class Collection:
             raise HyperfolioError(f"{ref!r} matches {len(exact)} documents; use a document id")
         raise DocumentNotFound(ref)
 
+    # ------------------------------------------------------------------ ingestion (ingest/pipeline.py)
     def add(
         self,
         paths: Iterable[str | Path] | str | Path,
@@ -455,244 +360,7 @@ class Collection:
         `PasswordPrompt` asked `(path, wrong_tries)` for each one that needs parsing (up to 3 times;
         None gives the file up). It is held in memory only: never stored, logged or reported.
         """
-        if isinstance(paths, (str, Path)):
-            paths = [paths]
-        started = time.perf_counter()
-        progress = progress or AddProgress()
-        files, problems = expand_paths(paths)
-        report = AddReport(results=list(problems))
-        jobs = [FileJob(path, password=password) for path in files]
-        progress.planned({str(job.path): quick_page_count(job.path) for job in jobs})
-        executor = self._executor(jobs, workers, ray)
-        ahead = ParseAhead(executor, self.settings.parse)
-        try:
-            with self.store.bulk():  # a PostgreSQL space outgrowing exact search gets its index once, at the end
-                for index, job in enumerate(jobs):
-                    ahead.fill(jobs[index:], self._prepare)
-                    if job.parse and job.error is None:
-                        self._load_models(progress)
-                    progress.file_started(str(job.path))
-                    with self._lock:
-                        result = self._add_one(job, ahead, progress)
-                    job.data, job.parts = b"", []  # the next files' bytes, not every file's, stay in memory
-                    report.results.append(result)
-                    progress.file_finished(result)
-        except BaseException:  # an interrupt: stop the workers now, what was written stays
-            ahead.executor.close(abandon=True)
-            raise
-        ahead.executor.close()
-        report.seconds = time.perf_counter() - started
-        return report
-
-    def _load_models(self, progress: AddProgress) -> None:
-        """Load the embedders a new file needs (MiniLM a few seconds; the graph embedder, on a first use,
-        distilled in tens of seconds) while the workers parse, so the first file's rates are its own."""
-        needed = [self.embedder] + ([self.graph_embedder] if self.settings.build.hypergraph else [])
-        waiting = [e for e in dict.fromkeys(needed) if isinstance(e, LoadsModel) and not e.loaded]
-        if waiting:
-            progress.preparing("loading the embedding models")
-            for embedder in waiting:
-                embedder.load()
-
-    def _executor(self, jobs: list[FileJob], workers: int | None, ray: str | None) -> Executor:
-        """Ray when asked; else worker processes (-1: one per core, unless the files are so few that
-        starting them costs more); 0, the default of the Python API, parses in this process."""
-        ray = ray if ray is not None else self.settings.ray
-        chosen = workers if workers is not None else self.settings.workers
-        if not ray and chosen < 0:
-            pdfs = [j for j in jobs if j.path.suffix.lower() == ".pdf"]
-            small = sum(j.path.stat().st_size for j in pdfs if j.path.is_file()) < SMALL_JOB_BYTES
-            chosen = 0 if len(pdfs) <= 1 and small else default_workers()
-        return make_executor(chosen, ray or None, self.settings.parse.worker_memory_mb)
-
-    def _prepare(self, job: FileJob) -> None:
-        """Read a file and decide whether it needs parsing: the store may hold its content already."""
-        job.read(self.settings.parse)
-        if job.error is None:
-            job.parse = self.store.document_by_hash(job.content_hash) is None
-
-    def _add_one(self, job: FileJob, ahead: ParseAhead, progress: AddProgress) -> AddResult:
-        """Add one file under a claim on its content: another worker indexing it now makes this one pass."""
-        if job.error is not None or not job.content_hash:
-            return self._add_claimed(job, ahead, progress)
-        holder = self.claims.take(job.content_hash)
-        if holder is not None:
-            reason = f"being indexed by another worker ({describe(holder)}) right now"
-            return AddResult(str(job.path), "skipped", reason=reason)
-        try:
-            return self._add_claimed(job, ahead, progress)
-        finally:
-            self.claims.release(job.content_hash)
-
-    def _add_claimed(self, job: FileJob, ahead: ParseAhead, progress: AddProgress) -> AddResult:
-        started = time.perf_counter()
-        path = job.path
-        result = AddResult(str(path), "added")
-        times = StageTimes()
-        doc_id = ""
-        try:
-            if job.error is not None:
-                raise job.error
-            existing = self.store.document_by_hash(job.content_hash)
-            if existing is not None and existing.status == STAGE_READY:
-                result.status, result.reason = "skipped", "already indexed (same content)"
-                result.doc_id, result.title = existing.doc_id, existing.title
-                result.pages, result.chunks = existing.num_pages, existing.num_chunks
-                self._drop_older_versions(path, existing.doc_id)
-                return result
-            if existing is None:
-                if not job.parse:  # its content was stored (or due) when planned, and is not now: parse it
-                    job.prepared = False
-                    ahead.fill([job], self._prepare)
-                doc = ahead.document(job, times, on_page=progress.pages_parsed)
-                doc_id = doc.doc_id
-                try:
-                    with times.stage("write"):
-                        self._write(doc)
-                except DuplicateDocument:
-                    # Another process wrote the same content meanwhile: carry on from its state.
-                    result.status = "resumed"
-                info = self.store.get_document(doc.doc_id)
-            else:
-                result.status = "resumed"
-                info = existing
-            assert info is not None
-            doc_id = info.doc_id
-            calls = self.models.usage.total().calls
-            graph_due = info.status != STAGE_READY and self.settings.build.hypergraph
-            self._index(info, progress, times)
-            result.model_calls = self.models.usage.total().calls - calls
-            if graph_due:
-                for _, stage, _, how, _ in self.store.builds(doc_id):
-                    by = result.built.setdefault(stage, {MODEL: 0, OFFLINE: 0})
-                    by[how] = by.get(how, 0) + 1
-            result.doc_id, result.title = info.doc_id, info.title
-            result.pages, result.chunks = info.num_pages, info.num_chunks
-            if self._drop_older_versions(path, info.doc_id) and result.status == "added":
-                result.status = "replaced"
-        except ParseError as exc:
-            result.status, result.reason = "failed", exc.reason
-        except HyperfolioError as exc:
-            result.status, result.reason = "failed", str(exc)
-        except Exception as exc:  # a bug or an unexpected library error: report it, go on with the rest
-            log.exception("unexpected error while adding %s", path)
-            result.status, result.reason = "failed", f"unexpected error: {type(exc).__name__}: {exc}"
-        finally:
-            try:
-                if doc_id and times.seconds and self.store.get_document(doc_id) is not None:
-                    self.store.add_stage_times(doc_id, times.seconds)
-            except StoreError as exc:  # a busy database must not hide the file's own result
-                log.warning("%s: stage times not recorded: %s", path, exc)
-        result.seconds = time.perf_counter() - started
-        result.stage_seconds = dict(times.ordered())
-        return result
-
-    def _write(self, doc: Document) -> None:
-        """Assign ids, put image bytes on disk, then persist the parsed document in one transaction."""
-        image_dir = self.path / "images" / doc.doc_id
-        doc.assign_chunk_ids()
-        for chunk in doc.chunks:
-            if chunk.image is not None:
-                image_dir.mkdir(parents=True, exist_ok=True)
-                target = image_dir / f"p{chunk.page}-{chunk.order}.{chunk.image_ext}"
-                target.write_bytes(chunk.image)
-                chunk.image_path = str(target.relative_to(self.path))
-                chunk.image = None
-        self.store.write_document(doc)
-
-    def _index(self, info: DocumentInfo, progress: AddProgress, times: StageTimes | None = None) -> None:
-        """Embed the chunks that have no vector yet, batch by batch; resumable at any point."""
-        stored_dim = self.store.get_meta("embed_dim")
-        if stored_dim is not None and int(stored_dim) != self.embedder.dim:
-            raise HyperfolioError(
-                f"embedder {self.embedder.name!r} makes {self.embedder.dim}-dimensional vectors but this "
-                f"collection holds {stored_dim}-dimensional ones from {self.store.get_meta('embedder')!r}"
-            )
-        if self.store.get_meta("embedder") is None:
-            self.store.set_meta("embedder", self.embedder.name)
-        if stored_dim is None:  # not with the name: a crash between their two writes must not lose it
-            self.store.set_meta("embed_dim", str(self.embedder.dim))
-        times = times if times is not None else StageTimes()
-        # Embedded already: a build of its hypergraph may have begun and been cut off before its graph was
-        # written (which is one transaction); anything an older version wrote of it goes first. Linked: the
-        # graph was written, the build goes on from refinement.
-        interrupted = info.status == STAGE_EMBEDDED
-        if info.status in ("", STAGE_PARSED):
-            chunks = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
-            # Longest first, so each small batch pads its texts to about one length.
-            missing = sorted(((embedding_text(c.section_path, c.text), c) for c in chunks), key=lambda p: -len(p[0]))
-            progress.chunks_embedded(0, len(missing))
-            for start in range(0, len(missing), EMBED_BATCH_CHUNKS):
-                batch = missing[start : start + EMBED_BATCH_CHUNKS]
-                with times.stage("chunk embedding"):
-                    vectors = self.embedder.embed([text for text, _ in batch])
-                    self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for _, c in batch], vectors)
-                progress.chunks_embedded(start + len(batch), len(missing))
-            self.store.set_stage(info.doc_id, STAGE_EMBEDDED)
-            info.status = STAGE_EMBEDDED
-        if info.status in (STAGE_EMBEDDED, STAGE_GRAPH_WRITTEN):
-            if self.settings.build.hypergraph:
-                resume = info.status == STAGE_GRAPH_WRITTEN
-                progress.graph_stage("building hypergraph" + (" (graph written; refining on)" if resume else ""))
-                self.last_graph_report = self._build_graph_of(
-                    info, progress, clear=interrupted, times=times, checkpoint=True, resume=resume
-                )
-                progress.graph_stage("built" + self._usage_note())
-            self.store.set_stage(info.doc_id, STAGE_GRAPHED)
-        self.store.set_stage(info.doc_id, STAGE_READY)
-
-    def _build_graph_of(
-        self,
-        info: DocumentInfo,
-        progress: AddProgress,
-        clear: bool = False,
-        times: StageTimes | None = None,
-        checkpoint: bool = False,
-        resume: bool = False,
-    ) -> GraphReport:
-        """`checkpoint`: mark the document graph-written once its graph is written (with that write), so a
-        cut-off build resumes from there (`resume`)."""
-        if clear:  # drop what the earlier build made, the offline-built parts included
-            self.store.clear_document_graph(info.doc_id)
-        detector, resolver = self.reconcilers
-        ledger = BuildLedger()
-        extractor, themer = self.extractor, self.themer
-        for part in (extractor, themer):
-            if hasattr(part, "ledger"):
-                part.ledger = ledger
-        if hasattr(extractor, "on_progress"):
-            meter = ModelProgress(self.models.usage, lambda line: progress.graph_stage(line))
-            extractor.on_progress = meter.calls
-        doc_id = info.doc_id
-
-        def written() -> None:  # inside the transaction that writes the document's graph
-            self.store.record_builds(doc_id, [(o.stage, o.item, o.how, o.reason) for o in ledger.outcomes])
-            if checkpoint:
-                self.store.set_stage(doc_id, STAGE_GRAPH_WRITTEN)
-
-        report = build_document_graph(
-            self.store,
-            info.doc_id,
-            info.title,
-            extractor,
-            self.refiner,
-            self.graph_embedder,
-            self.settings.build,
-            on_stage=lambda stage: progress.graph_stage(stage + self._usage_note()),
-            summarise=self.summariser,
-            detector=detector,
-            resolver=resolver,
-            themer=themer,
-            times=times,
-            on_written=written,
-            resume=resume,
-        )
-        # The record written with the graph, and what the later steps added (all a resumed build has).
-        rows = {(stage, item): (stage, item, how, reason) for _, stage, item, how, reason in self.store.builds(doc_id)}
-        rows.update({(o.stage, o.item): (o.stage, o.item, o.how, o.reason) for o in ledger.outcomes})
-        self.store.record_builds(doc_id, list(rows.values()))
-        report.offline = sum(1 for row in rows.values() if row[2] == OFFLINE)
-        return report
+        return self._ingest.add(paths, progress, workers, ray, password)
 
     def build_graph(
         self, rebuild: bool = False, progress: AddProgress | None = None, retry_model: bool = False
@@ -702,25 +370,7 @@ class Collection:
         `retry_model`: rebuild the documents some of whose parts were built offline because the
         model failed; the parts the model built come from the response cache at no cost.
         """
-        progress = progress or AddProgress()
-        reports = []
-        retry = {row[0] for row in self.store.builds(how=OFFLINE)} if retry_model else set()
-        with self._lock:
-            for info in self.documents():
-                if info.status != STAGE_READY:
-                    continue
-                if not (rebuild or info.doc_id in retry or not self.store.document_entities(info.doc_id)):
-                    continue
-                holder = self.claims.take(info.content_hash)
-                if holder is not None:
-                    log.warning("%s: not rebuilt, another worker (%s) is indexing it", info.source, describe(holder))
-                    continue
-                try:
-                    progress.file_started(info.source)
-                    reports.append(self._build_graph_of(info, progress, clear=rebuild or info.doc_id in retry))
-                finally:
-                    self.claims.release(info.content_hash)
-        return reports
+        return self._ingest.build_graph(rebuild, progress, retry_model)
 
     def variant(self, path: str | Path, settings: Settings) -> Collection:
         """A copy of this collection's documents and chunks under other build settings, its graph rebuilt.
@@ -728,52 +378,18 @@ class Collection:
         Used for ablations: the same chunks and vectors, a hypergraph built another way. Reused
         when `path` already holds a variant built with the same settings from the same graph.
         """
-        # The source graph's shape is part of the key: after a rebuild here (new code, new documents)
-        # a variant built from the old one would no longer be comparable.
-        shape = {
-            k: v for k, v in self.store.graph_stats().items() if k in ("entities_by_modality", "hyperedges_by_level")
-        }
-        signature = json.dumps({"build": settings.build.__dict__, "source": shape}, sort_keys=True)
-        target = Path(path)
-        if store_exists(target):
-            existing = Collection(target, settings=settings, embedder=self._embedder)
-            if existing.store.get_meta("build_settings") == signature:
-                return existing
-            existing.close()
-            remove_store(target)
-        copy_store(self.store, target).close()
-        copy = Collection(target, settings=settings, embedder=self._embedder)
-        copy.store.clear_graph()
-        copy.build_graph()
-        copy.store.set_meta("build_settings", signature)
-        return copy
-
-    def _drop_older_versions(self, path: Path, keep: str) -> bool:
-        """A changed file replaces its old version, once the new one is fully indexed."""
-        dropped = False
-        for old in self.store.documents_by_source(str(path)):
-            if old.doc_id != keep:
-                self.remove(old.doc_id)
-                dropped = True
-        return dropped
+        return self._ingest.variant(
+            path, settings, lambda at, chosen: Collection(at, settings=chosen, embedder=self._embedder)
+        )
 
     def remove(self, ref: str) -> DocumentInfo:
         """Delete a document (by id, name or path) and everything only it supported."""
-        with self._lock:
-            info = self.resolve(ref)
-            touched = self.store.document_entities(info.doc_id)
-            self.store.remove_document(info.doc_id)
-            if touched and self.settings.build.hypergraph and self.settings.build.refine:
-                # Anchors that shared pages with the removed document lost part of their star: refine them again.
-                survivors = [e.entity_id for e in self.store.get_entities(touched)]
-                build = self.settings.build
-                refine_anchors(self.store, self.refiner, survivors, build.anchor_min_pages, cover=build.anchor_cover)
-        image_dir = self.path / "images" / info.doc_id
-        if image_dir.exists():
-            for file in image_dir.iterdir():
-                file.unlink()
-            image_dir.rmdir()
-        return info
+        return self._ingest.remove(ref)
+
+    @property
+    def last_graph_report(self) -> GraphReport | None:
+        """What building the hypergraph of the last document `add` indexed did (None before any)."""
+        return self._ingest.last_graph_report
 
     # ------------------------------------------------------------------ questions
     def _decomposer(self) -> Decomposer:
@@ -975,11 +591,10 @@ class Collection:
                     embedded = 0
                     for doc_id in [d.doc_id for d in self.store.list_documents() if d.status == STAGE_READY]:
                         missing = self.store.missing_vectors(CHUNK_SPACE, doc_id)
-                        for start in range(0, len(missing), EMBED_BATCH_CHUNKS):
-                            batch = missing[start : start + EMBED_BATCH_CHUNKS]
-                            vectors = self.embedder.embed([embedding_text(c.section_path, c.text) for c in batch])
-                            self.store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for c in batch], vectors)
-                        embedded += len(missing)
+                        if missing:  # the embedder is made (and its model loaded) only for chunks to embed
+                            embedded += embed_chunks(
+                                self.store, self.embedder, missing, batch=EMBED_BATCH_CHUNKS, text_of=embedding_text
+                            )
                     changed["chunks_without_vector"] = embedded
                 for kind, rows in changed.items():
                     report.repaired[kind] = report.repaired.get(kind, 0) + rows
@@ -1146,9 +761,3 @@ class Collection:
 def is_collection(path: str | Path) -> bool:
     """Whether a directory holds a collection (opening one that does not would create it)."""
     return store_exists(path)
-
-
-def embedding_text(section_path: Sequence[str], text: str) -> str:
-    """The text a chunk is embedded as: its nearest headings give it context."""
-    heading = " > ".join(section_path[-2:])
-    return f"{heading}\n{text}" if heading else text

@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from hyperfolio import Collection, Settings
+from hyperfolio.errors import ConfigError
 from hyperfolio.hypergraph import reconcile as reconcile_module
 from hyperfolio.hypergraph.extract import FACT
 from hyperfolio.hypergraph.facts_offline import years_in
@@ -188,7 +189,7 @@ def test_concept_retrieval_knobs_and_ablations(report):
     assert [i.score for i in mixed.items] == sorted((i.score for i in mixed.items), reverse=True)
     strict = col.retrieve("fleet capacity", mode="concept", doc=doc_id, options={"threshold": 0.99})
     assert strict.meta["concepts"] == []
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigError, match="no_such_knob"):  # one line naming the knob, as on every face
         col.retrieve("fleet capacity", mode="concept", options={"no_such_knob": 1})
     # The modality-aware layout is a shared step any strategy can ask for.
     plain = col.retrieve("Dusseldorf Stadtbahn route fleet", mode="bm25", doc=doc_id)

@@ -35,8 +35,9 @@ import networkx as nx
 import numpy as np
 
 from hyperfolio.errors import StoreError
+from hyperfolio.ingest.embedding import embed_chunks
 from hyperfolio.model import Chunk, Decision, Document, Entity, Hyperedge, Page
-from hyperfolio.store.base import CHUNK_SPACE, SPACES, STAGE_PARSED, ModelRecordStore, Store
+from hyperfolio.store.base import SPACES, STAGE_PARSED, ModelRecordStore, Store
 
 if TYPE_CHECKING:
     from hyperfolio.collection import Collection
@@ -48,16 +49,15 @@ EMBED_BATCH = 64
 IMAGES = "images"  # the collection folder's picture files, by relative image_path
 VECTORS = "vectors.jsonl"
 
-Embed = Callable[[list[Chunk]], np.ndarray]
+Embed = Callable[[Store, list[Chunk]], object]  # stores the vectors of these chunks of the store
 
 
 def embed_chunks_with(col: Collection) -> Embed:
-    """Chunk vectors as the collection makes them; its embedder is looked up per call, so the
-    imported meta (which embedder the bundle was indexed with) decides it."""
-    from hyperfolio.collection import embedding_text
+    """Chunk vectors made and stored as `add` makes them (`ingest.embedding`); the collection's embedder is
+    looked up per call, so the imported meta (which embedder the bundle was indexed with) decides it."""
 
-    def embed(chunks: list[Chunk]) -> np.ndarray:
-        return col.embedder.embed([embedding_text(c.section_path, c.text) for c in chunks])
+    def embed(store: Store, chunks: list[Chunk]) -> int:
+        return embed_chunks(store, col.embedder, chunks, batch=EMBED_BATCH)
 
     return embed
 
@@ -298,7 +298,7 @@ def import_bundle(
     files: Path | None = None,
     records: ModelRecordStore | None = None,
 ) -> BundleReport:
-    """Load a bundle into an empty store; `embed` (chunks -> vectors) re-makes the chunk vectors,
+    """Load a bundle into an empty store; `embed` (store, chunks) re-makes and stores the chunk vectors,
     the bundle's images go to the collection folder `files` and its model calls into `records`.
 
     Without `embed` the documents stay at stage `parsed`, so nothing claims to be searchable by
@@ -364,10 +364,7 @@ def _import(
         chunks += len(doc.chunks)
         statuses[doc.doc_id] = row["status"]
         if embed is not None and not has_vectors:
-            batch_all = doc.chunks
-            for start in range(0, len(batch_all), EMBED_BATCH):
-                batch = batch_all[start : start + EMBED_BATCH]
-                store.put_vectors(CHUNK_SPACE, [(c.chunk_id, c.doc_id) for c in batch], embed(batch))
+            embed(store, doc.chunks)
             if row["status"] and row["status"] != STAGE_PARSED:
                 store.set_stage(doc.doc_id, row["status"])
     report.counts["documents"], report.counts["chunks"] = docs, chunks

@@ -39,6 +39,10 @@ DOC_SELECT = (
     " FROM documents d LEFT JOIN doc_status s ON s.doc_id = d.doc_id"
 )
 
+# Every document, and every title, oldest first (ties by id): both backends list them in one order.
+DOCUMENTS_IN_ORDER = DOC_SELECT + " ORDER BY d.added_at, d.doc_id"
+TITLES = "SELECT doc_id, title FROM documents ORDER BY added_at, doc_id"
+
 # Documents whose indexing has not finished: the chunk counts are taken for these rows only, so a
 # question can name them without counting every chunk of the collection.
 UNFINISHED_SELECT = DOC_SELECT + f" WHERE COALESCE(s.stage, '') <> '{STAGE_READY}' ORDER BY d.added_at, d.doc_id"

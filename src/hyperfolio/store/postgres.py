@@ -47,10 +47,12 @@ from hyperfolio.store.common_sql import (
     CLAIM_TABLE,
     CONCEPT_INSERT,
     DOC_SELECT,
+    DOCUMENTS_IN_ORDER,
     ENTITY_CONCEPT_INSERT,
     INTEGRITY_CHECKS,
     LIVE_CLAIMS,
     PAGE_SELECT,
+    TITLES,
     UNFINISHED_SELECT,
     counts_of,
     decision_row,
@@ -62,6 +64,7 @@ from hyperfolio.store.common_sql import (
 from hyperfolio.store.concept_tables import LAYER_TABLES, concept_id
 from hyperfolio.store.integrity import Dangling, Finding, SqlCheck, keyword_repairs, repair_rows, run_checks
 from hyperfolio.store.model_records import MODEL_SCHEMA, MODEL_TABLES, ModelRecords, add_missing_usage_columns
+from hyperfolio.store.versions import newer_than_this
 
 SCHEMA_VERSION = "1"
 
@@ -509,11 +512,19 @@ class PostgresStore:
             raise StoreError(f"{redact(self.url)}: {exc}") from exc
         return db
 
+    def _existing_schema_version(self) -> str | None:
+        (exists,) = self._db.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone() or (False,)
+        if not exists:
+            return None
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return row[0] if row else None
+
     def _create_schema(self) -> None:
         """Tables, the text search configuration and the vector extension, created once by whoever comes first."""
         try:
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                newer_than_this(self._existing_schema_version(), SCHEMA_VERSION, redact(self.url))
                 self._db.execute("CREATE EXTENSION IF NOT EXISTS vector")
                 exists = "SELECT 1 FROM {} WHERE {} = %s AND {} = current_schema()::regnamespace"
                 if not self._db.execute(
@@ -552,6 +563,9 @@ class PostgresStore:
                 )
             register_vector(self._db)
             found = self._db.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        except StoreError:  # written by a newer release: refused, nothing changed
+            self._db.close()
+            raise
         except psycopg.Error as exc:
             self._db.close()
             raise StoreError(f"cannot create the collection's tables in {redact(self.url)}: {exc}") from exc
@@ -684,13 +698,13 @@ class PostgresStore:
                 raise StoreError(f"document {doc_id} is no longer in the collection")
 
     def list_documents(self) -> list[DocumentInfo]:
-        return [_info(r) for r in self._query(DOC_SELECT + " ORDER BY d.added_at, d.doc_id")]
+        return [_info(r) for r in self._query(DOCUMENTS_IN_ORDER)]
 
     def unfinished_documents(self) -> list[DocumentInfo]:
         return [_info(r) for r in self._query(UNFINISHED_SELECT)]
 
     def titles(self) -> dict[str, str]:
-        return dict(self._query("SELECT doc_id, title FROM documents ORDER BY added_at, doc_id"))
+        return dict(self._query(TITLES))
 
     def get_document(self, doc_id: str) -> DocumentInfo | None:
         rows = self._query(DOC_SELECT + " WHERE d.doc_id = %s", (doc_id,))

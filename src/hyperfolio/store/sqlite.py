@@ -12,7 +12,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,11 @@ from hyperfolio.store.common_sql import (
     CLAIM,
     CLAIM_TABLE,
     DOC_SELECT,
+    DOCUMENTS_IN_ORDER,
     INTEGRITY_CHECKS,
     LIVE_CLAIMS,
     PAGE_SELECT,
+    TITLES,
     UNFINISHED_SELECT,
     info_of,
     keyword_checks,
@@ -42,6 +44,7 @@ from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
 from hyperfolio.store.sqlite_vectors import DELETION_LOG, VectorMatrix, prune_deletions
 from hyperfolio.store.sqlite_vectors import load as load_vectors
 from hyperfolio.store.sqlite_vectors import refresh as refresh_vectors
+from hyperfolio.store.versions import newer_than_this
 
 DB_NAME = "hyperfolio.db"
 SCHEMA_VERSION = "2"
@@ -231,8 +234,13 @@ class SQLiteStore(ConceptTables):
         self._depth = 0  # transactions open on this connection (nested ones join the outermost)
         self._db.execute("PRAGMA foreign_keys=ON")
         version = self._existing_schema_version()
+        try:
+            newer_than_this(version, SCHEMA_VERSION, str(self.path))
+        except StoreError:
+            self._db.close()
+            raise
         if version == "1":
-            self._migrate_from_1()
+            self._upgrade(self._migrate_from_1)
         self._db.executescript(SCHEMA)
         self._db.executescript(DELETION_LOG)
         self._db.execute(FTS_SCHEMA)
@@ -250,6 +258,20 @@ class SQLiteStore(ConceptTables):
             return None
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return row[0] if row else None
+
+    def _upgrade(self, migrate: Callable[[], None]) -> None:
+        """Run a migration with a copy of the database kept beside it until the migration has committed
+        (`hyperfolio.db.before-upgrade`): a failure leaves the copy to go back to, named in the error."""
+        backup = self.path.with_name(self.path.name + ".before-upgrade")
+        with sqlite3.connect(backup) as copy:
+            self._db.backup(copy)
+        copy.close()
+        try:
+            migrate()
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise StoreError(f"upgrading {self.path} failed ({exc}); its copy before the upgrade is {backup}") from exc
+        backup.unlink()
 
     def _migrate_from_1(self) -> None:
         """Version 1 kept doc_id unindexed in the FTS table; rebuild it from the chunks."""
@@ -381,13 +403,13 @@ class SQLiteStore(ConceptTables):
             self._dirty = True
 
     def list_documents(self) -> list[DocumentInfo]:
-        return [_info(r) for r in self._query(DOC_SELECT + " ORDER BY d.added_at")]
+        return [_info(r) for r in self._query(DOCUMENTS_IN_ORDER)]
 
     def unfinished_documents(self) -> list[DocumentInfo]:
         return [_info(r) for r in self._query(UNFINISHED_SELECT)]
 
     def titles(self) -> dict[str, str]:
-        return dict(self._query("SELECT doc_id, title FROM documents"))
+        return dict(self._query(TITLES))
 
     def get_document(self, doc_id: str) -> DocumentInfo | None:
         rows = self._query(DOC_SELECT + " WHERE d.doc_id = ?", (doc_id,))
