@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hyperfolio.answer import Answerer, ExtractiveAnswerer
+from hyperfolio.components import Parts, component, offline_extractor
 from hyperfolio.config import Settings
 from hyperfolio.errors import DocumentNotFound, HyperfolioError
 from hyperfolio.hypergraph.extract import Extractor
-from hyperfolio.hypergraph.extract_offline import OfflineExtractor
-from hyperfolio.hypergraph.layers import OfflineThemer, Themer
+from hyperfolio.hypergraph.layers import Themer
 from hyperfolio.hypergraph.ledger import OFFLINE
 from hyperfolio.hypergraph.pipeline import EXTRACTION_COUNTS, GraphReport
-from hyperfolio.hypergraph.reconcile import ConflictDetector, ConflictResolver, OfflineDetector, OfflineResolver
-from hyperfolio.hypergraph.refine import OfflineRefiner, Refiner
+from hyperfolio.hypergraph.reconcile import ConflictDetector, ConflictResolver
+from hyperfolio.hypergraph.refine import Refiner
 from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS as EMBED_BATCH_CHUNKS
 from hyperfolio.ingest.embedding import embed_chunks
 from hyperfolio.ingest.embedding import embedding_text as embedding_text
@@ -214,60 +214,34 @@ class Collection:
         path = self.path / relative
         return path.read_bytes() if path.is_file() else None
 
-    def _offline_extractor(self) -> OfflineExtractor:
-        return OfflineExtractor(
-            multimodal=self.settings.build.multimodal,
-            max_entities_per_page=self.settings.build.max_entities_per_page,
+    def _parts(self) -> Parts:
+        return Parts(
+            self.settings, self.models, self.store, lambda: self.embedder, self._image_bytes, self._chunk_picture
         )
 
     @property
     def extractor(self) -> Extractor:
-        offline = self._offline_extractor()
-        chat = self.models.get("extract")
-        if chat is None:
-            return offline
-        from hyperfolio.hypergraph.extract_llm import LLMExtractor
-
-        vision = self.models.get("vision") if self.settings.build.multimodal else None
-        return LLMExtractor(
-            chat,
-            vision,
-            multimodal=self.settings.build.multimodal,
-            resolve_image=self._image_bytes,
-            offline=offline,
-            keep_note=lambda chunk_id, note: self.store.annotate_chunk(chunk_id, "description", note),
-        )
+        extractor: Extractor = component("extractor", self._parts())
+        return extractor
 
     @property
     def summariser(self) -> DescriptionSummariser | None:
         """Merged entity descriptions summarised by the extract model, when one is configured."""
-        chat = self.models.get("extract")
-        if chat is None:
-            return None
-        from hyperfolio.hypergraph.summarise import DescriptionSummariser
-
-        return DescriptionSummariser(chat, max_chars=self.settings.build.max_description_chars)
+        summariser: DescriptionSummariser | None = component("summariser", self._parts())
+        return summariser
 
     @property
     def reconcilers(self) -> tuple[ConflictDetector, ConflictResolver]:
         """Conflict detector and resolver: the extract model when configured, offline rules otherwise."""
-        chat = self.models.get("extract")
-        if chat is None:
-            return OfflineDetector(), OfflineResolver()
-        from hyperfolio.hypergraph.reconcile_llm import LLMDetector, LLMResolver
-
-        return LLMDetector(chat), LLMResolver(chat)
+        detector, resolver = component("reconcilers", self._parts())
+        return detector, resolver
 
     @property
     def themer(self) -> Themer:
         """Chunk themes for the top layer: the extract model (with the vision model reading a picture of
         the chunk's hypergraph, when one is configured), offline statistics otherwise."""
-        chat = self.models.get("extract")
-        if chat is None:
-            return OfflineThemer()
-        from hyperfolio.hypergraph.themes_llm import LLMThemer
-
-        return LLMThemer(chat, vision=self.models.get("vision"), picture=self._chunk_picture)
+        themer: Themer = component("themer", self._parts())
+        return themer
 
     def _chunk_picture(self, chunk_id: str) -> bytes | None:
         from hyperfolio.viz import Budget, Style, from_store, prune, render
@@ -281,28 +255,13 @@ class Collection:
 
     @property
     def refiner(self) -> Refiner:
-        chat = self.models.get("extract")
-        if chat is None:
-            return OfflineRefiner()
-        from hyperfolio.hypergraph.refine_llm import LLMRefiner
-
-        return LLMRefiner(chat)
+        refiner: Refiner = component("refiner", self._parts())
+        return refiner
 
     @property
     def answerer(self) -> Answerer:
         if self._answerer is None:
-            extractive = ExtractiveAnswerer(
-                self.embedder,
-                max_passages=self.settings.answer_sentences,
-                min_score=self.settings.min_answer_score,
-            )
-            chat = self.models.get("answer")
-            if chat is None:
-                self._answerer = extractive
-            else:
-                from hyperfolio.answer_llm import LLMAnswerer
-
-                self._answerer = LLMAnswerer(chat, extractive, vision=self.models.get("vision"))
+            self._answerer = component("answerer", self._parts())
         return self._answerer
 
     @property
@@ -551,7 +510,7 @@ class Collection:
             slots=client.link.limit.limit if client is not None else 1,
             price_input=opts.price_input,
             price_output=opts.price_output,
-            offline=self._offline_extractor(),
+            offline=offline_extractor(self._parts()),
         )
 
     def stats(self) -> dict[str, Any]:
