@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperfolio import Collection, DocumentNotFound
+from hyperfolio import Collection, DocumentNotFound, HyperfolioError
 from hyperfolio.answer import INSUFFICIENT
 
 WIND = """# Wind Report
@@ -157,6 +157,11 @@ def test_async_twins(col):
     assert evidence.items[0].citation.title == "Bakery Handbook"
     assert "whipped eggs" in answer.text
     assert (asyncio.run(col.astats()))["documents"] == 2
+    # The mode's knobs, as every face passes them (typed against the mode the call runs).
+    grouped = asyncio.run(col.aretrieve("sponge cake eggs", mode="bm25", options={"by_modality": "yes"}))
+    assert grouped.meta.get("by_modality") is True, grouped.meta  # "yes" typed as True for the layout knob
+    with pytest.raises(HyperfolioError, match="no_such_knob"):
+        asyncio.run(col.aask("Why does a sponge cake rise?", options={"no_such_knob": 1}))
 
 
 def test_invalid_k_and_unfinished_documents_are_clear_errors(col):

@@ -672,14 +672,24 @@ class Collection:
         return await asyncio.to_thread(self.add, paths, progress)
 
     async def aretrieve(
-        self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
+        self,
+        question: str,
+        mode: str | None = None,
+        k: int | None = None,
+        doc: str | Sequence[str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> EvidencePackage:
-        return await asyncio.to_thread(self.retrieve, question, mode, k, doc)
+        return await asyncio.to_thread(self.retrieve, question, mode, k, doc, options)
 
     async def aask(
-        self, question: str, mode: str | None = None, k: int | None = None, doc: str | Sequence[str] | None = None
+        self,
+        question: str,
+        mode: str | None = None,
+        k: int | None = None,
+        doc: str | Sequence[str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> Answer:
-        return await asyncio.to_thread(self.ask, question, mode, k, doc)
+        return await asyncio.to_thread(self.ask, question, mode, k, doc, options)
 
     async def aremove(self, ref: str) -> DocumentInfo:
         return await asyncio.to_thread(self.remove, ref)
