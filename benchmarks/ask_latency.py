@@ -35,7 +35,7 @@ import httpx
 from latency import dev_questions
 from serve_load import QUESTIONS, start_service
 
-from hyperfolio.answer import ExtractiveAnswerer
+from hyperfolio.answer.extractive import ExtractiveAnswerer
 from hyperfolio.collection import Collection
 from hyperfolio.eval.metrics import percentile
 from hyperfolio.model import Answer

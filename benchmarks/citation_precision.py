@@ -6,7 +6,7 @@
 The first N answerable MMLongBench-Doc dev questions whose gold answer a chunk can hold (not yes/no)
 are retrieved offline (scoped to their document; top k of the mode) and answered by the model once
 each. The reply is read twice: with the citations as the model gave them ("before") and after the
-support check (`hyperfolio.citation_support`, "after"). Prints, for both, citation precision (cited
+support check (`hyperfolio.answer.citations`, "after"). Prints, for both, citation precision (cited
 chunks holding the gold answer, normalised the same way as the check / cited chunks), citations per
 answer, and the share of answers with at least one citation holding the gold (what the check must
 not lose). A list answer counts as held by a chunk holding any of its items. Without --collection,
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyperfolio import Collection, Settings
-from hyperfolio.answer_llm import LLMAnswerer
-from hyperfolio.citation_support import TextIndex, contains_answer, evidence_text
+from hyperfolio.answer.citations import TextIndex, contains_answer, evidence_text
+from hyperfolio.answer.model import LLMAnswerer
 from hyperfolio.config import ModelOptions
 from hyperfolio.eval.datasets import DatasetMissing, EvalQuestion, load_mmlongbench
+from hyperfolio.llm.errors import ModelCallError
+from hyperfolio.llm.registry import ModelSet
 from hyperfolio.model import Answer, EvidencePackage
-from hyperfolio.models.errors import ModelCallError
-from hyperfolio.models.registry import ModelSet
 
 DEFAULT_COLLECTION = Path("bench-out/citation-precision/collection")
 

@@ -71,7 +71,7 @@ def main() -> int:
     fixture = harness.write_fixture(OUT / "osprey-report.pdf")
     setup = [harness.write_fixture(OUT / "port-notes.pdf", harness.SETUP_PAGES)] if args.second_document else []
 
-    from hyperfolio.models.embed_local import MiniLMEmbedder
+    from hyperfolio.embed.local import MiniLMEmbedder
 
     harness.prepare_models()
     try:

@@ -30,8 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from hyperfolio.collection import embedding_text
+from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder, minilm_path
 from hyperfolio.eval.datasets import data_root
-from hyperfolio.models.embed_local import MiniLMEmbedder, Model2VecEmbedder, minilm_path
 from hyperfolio.store.sqlite import SQLiteStore
 
 

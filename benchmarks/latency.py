@@ -39,9 +39,9 @@ from synthetic import Corpus, Density, PgServer, build_collection, duration, mea
 
 from hyperfolio.collection import Collection
 from hyperfolio.config import Settings
+from hyperfolio.embed.local import make_embedder
 from hyperfolio.eval.datasets import DatasetMissing, load_mmlongbench
 from hyperfolio.eval.metrics import percentile
-from hyperfolio.models.embed_local import make_embedder
 from hyperfolio.store import open_store
 
 STRATEGIES = ("bm25", "dense", "hybrid", "dual", "concept", "concept-keyword", "auto")

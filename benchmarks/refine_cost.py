@@ -7,7 +7,7 @@ anchors: entities on at least tau pages, chosen to bridge each page break at mos
 also shown with every entity on tau pages refined, and with tau 2) are run through `LLMRefiner`
 backed by a recording chat model. The recording model answers every call with an empty reply
 and counts the call and its prompt tokens (four characters to a token, the estimate
-`hyperfolio.models.usage` uses when a server reports none).
+`hyperfolio.llm.usage` uses when a server reports none).
 Both strategies build their prompts with the same code and the same edge cap, so the counts
 compare like with like; no server is needed.
 
@@ -39,10 +39,10 @@ import pymupdf
 
 from hyperfolio import Collection, Settings
 from hyperfolio.config import BuildOptions, ParseOptions
+from hyperfolio.embed.local import make_embedder
 from hyperfolio.hypergraph.refine import refine_anchors, refine_pages
-from hyperfolio.hypergraph.refine_llm import LLMRefiner
-from hyperfolio.models.embed_local import make_embedder
-from hyperfolio.models.usage import estimate_tokens
+from hyperfolio.hypergraph.refine_model import LLMRefiner
+from hyperfolio.llm.usage import estimate_tokens
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from hyperfolio.models.embed_local import MiniLMEmbedder
+from hyperfolio.embed.local import MiniLMEmbedder
 
 
 def _load_fake_server():
-    """Register tests/models/fake_openai_server.py as `fake_openai_server`, so tests can import it."""
+    """Register tests/llm/fake_openai_server.py as `fake_openai_server`, so tests can import it."""
     name = "fake_openai_server"
     if name not in sys.modules:
-        path = Path(__file__).parent / "models" / "fake_openai_server.py"
+        path = Path(__file__).parent / "llm" / "fake_openai_server.py"
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -98,7 +98,7 @@ def llm_server(fake_llm):
 @pytest.fixture
 def fake_client(fake_llm):
     """A client of the fake server that gives up at once: one attempt, short timeout, json_schema output."""
-    from hyperfolio.models.openai_compat import OpenAICompatClient
+    from hyperfolio.llm.openai_compat import OpenAICompatClient
 
     made = OpenAICompatClient(
         fake_llm.url, "fake-model", timeout=2.0, max_retries=0, backoff=0.001, structured="json_schema"

@@ -316,7 +316,7 @@ def run_driver(
 def prepare_models() -> None:
     """Build the embedders' cached files once (the ONNX graph, the distilled static model), so that no run
     spends its calls preparing them and every run makes the same calls."""
-    from hyperfolio.models.embed_local import MiniLMEmbedder, Model2VecEmbedder
+    from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder
 
     MiniLMEmbedder().embed(["warm up"])
     Model2VecEmbedder().embed(["warm up"])

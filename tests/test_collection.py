@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hyperfolio import Collection, DocumentNotFound, HyperfolioError
-from hyperfolio.answer import INSUFFICIENT
+from hyperfolio.answer.extractive import INSUFFICIENT
 
 WIND = """# Wind Report
 

@@ -10,23 +10,23 @@ import pytest
 from fake_openai_server import Reply
 
 from hyperfolio import Collection
-from hyperfolio.answer import MARKER, ExtractiveAnswerer
-from hyperfolio.answer_llm import LLMAnswerer
+from hyperfolio.answer.extractive import MARKER, ExtractiveAnswerer
+from hyperfolio.answer.model import LLMAnswerer
 from hyperfolio.config import ParseOptions
 from hyperfolio.eval.judge import Judge, SelectionReply
 from hyperfolio.hypergraph.extract import PageUnit
-from hyperfolio.hypergraph.extract_llm import LLMExtractor
+from hyperfolio.hypergraph.extract_model import LLMExtractor
+from hyperfolio.hypergraph.layers_model import LLMThemer
 from hyperfolio.hypergraph.merge import MergedEntity
 from hyperfolio.hypergraph.reconcile import MUTUAL, Conflict, Fact
-from hyperfolio.hypergraph.reconcile_llm import LLMDetector, LLMResolver
+from hyperfolio.hypergraph.reconcile_model import LLMDetector, LLMResolver
 from hyperfolio.hypergraph.refine import StarEdge
-from hyperfolio.hypergraph.refine_llm import LLMRefiner
+from hyperfolio.hypergraph.refine_model import LLMRefiner
 from hyperfolio.hypergraph.summarise import DescriptionSummariser
-from hyperfolio.hypergraph.themes_llm import LLMThemer
+from hyperfolio.llm import fence as fence_module
+from hyperfolio.llm.fence import EVIDENCE_RULE, TAG_PREFIX, Fence, tag_for
+from hyperfolio.llm.server_profile import ServerProfile
 from hyperfolio.model import Chunk, Citation, Entity, EvidenceItem, EvidencePackage, Hyperedge
-from hyperfolio.models import fence as fence_module
-from hyperfolio.models.fence import EVIDENCE_RULE, TAG_PREFIX, Fence, tag_for
-from hyperfolio.models.server_profile import ServerProfile
 from hyperfolio.parse import parse_file
 
 FORGED = "ev-kovali"  # the tag the tests force, so the document can carry it

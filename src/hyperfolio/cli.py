@@ -39,7 +39,7 @@ from hyperfolio.collection import AddProgress, AddReport, AddResult, Collection
 from hyperfolio.config import SECRET_KEYS, Settings, data_home, unknown_variables, user_settings_file
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.ingest.progress import Tracker
-from hyperfolio.models.progress import clock
+from hyperfolio.llm.progress import clock
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import STRATEGIES
 from hyperfolio.store import display_name, is_server_location, local_folder

@@ -16,9 +16,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hyperfolio.answer import Answerer, ExtractiveAnswerer
+from hyperfolio.answer.extractive import Answerer, ExtractiveAnswerer
 from hyperfolio.components import Parts, component, offline_extractor
 from hyperfolio.config import Settings
+from hyperfolio.embed.local import make_embedder
+from hyperfolio.embed.protocols import Embedder
 from hyperfolio.errors import DocumentNotFound, HyperfolioError
 from hyperfolio.hypergraph.extract import Extractor
 from hyperfolio.hypergraph.layers import Themer
@@ -34,10 +36,8 @@ from hyperfolio.ingest.report import AddProgress as AddProgress
 from hyperfolio.ingest.report import AddReport as AddReport
 from hyperfolio.ingest.report import AddResult as AddResult
 from hyperfolio.ingest.report import expand_paths as expand_paths
-from hyperfolio.model import Answer, Decision, DocumentInfo, EvidencePackage
-from hyperfolio.models.embed_local import make_embedder
-from hyperfolio.models.protocols import Embedder
-from hyperfolio.models.registry import ModelSet
+from hyperfolio.llm.registry import ModelSet
+from hyperfolio.model import Answer, Chunk, Decision, DocumentInfo, EvidencePackage
 from hyperfolio.parse import parse_bytes
 from hyperfolio.parse.unlock import Password, read_unlocked
 from hyperfolio.retrieve import STRATEGIES, Query, RetrievalContext, make_strategy
@@ -355,7 +355,7 @@ class Collection:
         chat = self.models.get("keywords")
         if chat is None:
             return OfflineDecomposer()
-        from hyperfolio.retrieve.keywords_llm import LLMDecomposer
+        from hyperfolio.retrieve.keywords_model import LLMDecomposer
 
         return LLMDecomposer(chat)
 
@@ -707,12 +707,19 @@ class Collection:
 
     def import_bundle(self, bundle_dir: str | Path) -> BundleReport:
         """Load a bundle into this collection, which must be empty (see `store.bundle`)."""
-        from hyperfolio.store.bundle import embed_chunks_with, import_bundle
+        from hyperfolio.store.bundle import import_bundle
 
         with self._lock:
             return import_bundle(
-                self.store, Path(bundle_dir), embed_chunks_with(self), files=self.path, records=self.models.records
+                self.store, Path(bundle_dir), self._embed_imported, files=self.path, records=self.models.records
             )
+
+    def _embed_imported(self, store: Store, chunks: list[Chunk]) -> int:
+        """An imported bundle's chunk vectors, made as `add` makes them; the embedder is looked up per call,
+        so the imported meta (which embedder the bundle was indexed with) decides it."""
+        from hyperfolio.store.bundle import EMBED_BATCH
+
+        return embed_chunks(store, self.embedder, chunks, batch=EMBED_BATCH)
 
     def close(self) -> None:
         self.claims.close()

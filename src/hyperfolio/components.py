@@ -12,14 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hyperfolio.answer import ExtractiveAnswerer
+from hyperfolio.answer.extractive import ExtractiveAnswerer
 from hyperfolio.config import Settings
+from hyperfolio.embed.protocols import Embedder
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.layers import OfflineThemer
 from hyperfolio.hypergraph.reconcile import OfflineDetector, OfflineResolver
 from hyperfolio.hypergraph.refine import OfflineRefiner
-from hyperfolio.models.protocols import Embedder
-from hyperfolio.models.registry import ModelSet
+from hyperfolio.llm.registry import ModelSet
 from hyperfolio.store.base import Store
 
 
@@ -48,7 +48,7 @@ def offline_extractor(parts: Parts) -> OfflineExtractor:
 
 
 def _model_extractor(chat: Any, offline: OfflineExtractor, parts: Parts) -> Any:
-    from hyperfolio.hypergraph.extract_llm import LLMExtractor
+    from hyperfolio.hypergraph.extract_model import LLMExtractor
 
     multimodal = parts.settings.build.multimodal
     return LLMExtractor(
@@ -68,19 +68,19 @@ def _summariser(chat: Any, _offline: None, parts: Parts) -> Any:
 
 
 def _reconcilers(chat: Any, _offline: Any, _parts: Parts) -> Any:
-    from hyperfolio.hypergraph.reconcile_llm import LLMDetector, LLMResolver
+    from hyperfolio.hypergraph.reconcile_model import LLMDetector, LLMResolver
 
     return LLMDetector(chat), LLMResolver(chat)
 
 
 def _themer(chat: Any, _offline: Any, parts: Parts) -> Any:
-    from hyperfolio.hypergraph.themes_llm import LLMThemer
+    from hyperfolio.hypergraph.layers_model import LLMThemer
 
     return LLMThemer(chat, vision=parts.models.get("vision"), picture=parts.chunk_picture)
 
 
 def _refiner(chat: Any, _offline: Any, _parts: Parts) -> Any:
-    from hyperfolio.hypergraph.refine_llm import LLMRefiner
+    from hyperfolio.hypergraph.refine_model import LLMRefiner
 
     return LLMRefiner(chat)
 
@@ -93,7 +93,7 @@ def _extractive(parts: Parts) -> ExtractiveAnswerer:
 
 
 def _answerer(chat: Any, extractive: ExtractiveAnswerer, parts: Parts) -> Any:
-    from hyperfolio.answer_llm import LLMAnswerer
+    from hyperfolio.answer.model import LLMAnswerer
 
     return LLMAnswerer(chat, extractive, vision=parts.models.get("vision"))
 

@@ -231,7 +231,7 @@ class Answer:
     answerer: str = "extractive"
     support: list[str] = field(default_factory=list)  # the extracted passages, in order
     # What the answerer recorded about the answer: the language-model answerer's citation check puts
-    # citations_given, citations_dropped, citations_added and citation_support here (citation_support.py).
+    # citations_given, citations_dropped, citations_added and citation_support here (answer/citations.py).
     meta: dict[str, Any] = field(default_factory=dict)
 
 

@@ -124,7 +124,7 @@ def test_language_model_path_end_to_end(tmp_path, embedder, llm_server):
 def test_answer_extraction_step_for_exact_match(llm_server):
     from hyperfolio.eval.extraction import extract_answer
     from hyperfolio.eval.metrics import exact_match
-    from hyperfolio.models.registry import ModelSet
+    from hyperfolio.llm.registry import ModelSet
 
     llm_server.handler = lambda request: Reply.json({"answer": "8,500 TEU"})
     settings = Settings.load(None, models={"base_url": llm_server.url, "model": "fake-model", "max_retries": 1})
@@ -138,9 +138,9 @@ def test_answer_extraction_step_for_exact_match(llm_server):
 
 def test_overlapping_anchors_are_refined_in_one_call(llm_server):
     from hyperfolio.hypergraph.refine import StarEdge, group_anchors
-    from hyperfolio.hypergraph.refine_llm import LLMRefiner
+    from hyperfolio.hypergraph.refine_model import LLMRefiner
+    from hyperfolio.llm.registry import ModelSet
     from hyperfolio.model import Entity, Hyperedge
-    from hyperfolio.models.registry import ModelSet
 
     def star(edge_id: str, members: dict[str, str], page: int) -> StarEdge:
         edge = Hyperedge(
@@ -186,7 +186,7 @@ def test_overlapping_anchors_are_refined_in_one_call(llm_server):
 def test_merged_descriptions_are_summarised_by_the_model(llm_server):
     from hyperfolio.hypergraph.merge import MergedEntity, MergedGraph
     from hyperfolio.hypergraph.summarise import DescriptionSummariser
-    from hyperfolio.models.registry import ModelSet
+    from hyperfolio.llm.registry import ModelSet
 
     llm_server.handler = lambda request: Reply.json({"description": "Rotterdam is Osprey's home port and hub."})
     graph = MergedGraph()
@@ -278,7 +278,7 @@ def test_schema_echoing_replies_fall_back_offline_and_are_recorded(tmp_path, emb
     assert "Rotterdam" in names  # the offline path built the pages
     offline = col.offline_parts()
     assert [(stage, item) for _, stage, item, _ in offline] == [("extract", "p.1"), ("extract", "p.2")]
-    # refused by the client's content checks (models/reply_checks.py), each page's reply and its retry
+    # refused by the client's content checks (llm/reply_checks.py), each page's reply and its retry
     assert all("names schema internals" in reason for *_, reason in offline)
     assert col.stats()["model_usage"]["extract"]["rejected"] == 4
     assert col.stats()["built_by"]["extract"] == {"offline": 2}

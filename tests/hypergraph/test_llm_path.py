@@ -10,20 +10,20 @@ import pytest
 from fake_openai_server import Reply
 
 from hyperfolio import Collection, Settings
-from hyperfolio.answer import ExtractiveAnswerer
-from hyperfolio.answer_llm import LLMAnswerer
+from hyperfolio.answer.extractive import ExtractiveAnswerer
+from hyperfolio.answer.model import LLMAnswerer
 from hyperfolio.config import BuildOptions, ModelOptions, ParseOptions
 from hyperfolio.hypergraph.extract import HIGH, LOW, REFINE, PageUnit
-from hyperfolio.hypergraph.extract_llm import LLMExtractor
+from hyperfolio.hypergraph.extract_model import LLMExtractor
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.refine import PageContext, StarEdge
-from hyperfolio.hypergraph.refine_llm import LLMRefiner
+from hyperfolio.hypergraph.refine_model import LLMRefiner
+from hyperfolio.llm.openai_compat import OpenAICompatClient
+from hyperfolio.llm.usage import UsageMeter, read_usage
 from hyperfolio.model import Chunk, Citation, Entity, EvidenceItem, EvidencePackage, Hyperedge
-from hyperfolio.models.openai_compat import OpenAICompatClient
-from hyperfolio.models.usage import UsageMeter, read_usage
 from hyperfolio.parse import parse_file
 from hyperfolio.retrieve.keywords import decompose
-from hyperfolio.retrieve.keywords_llm import llm_decompose
+from hyperfolio.retrieve.keywords_model import llm_decompose
 
 DOC = (
     "# Fleet Report\n\n## Operations\n\n"
@@ -238,7 +238,7 @@ def test_figures_go_to_the_vision_model(llm_server, client, units):
     # The description is kept with the chunk, so answerers read the figure the same way later.
     assert "412,000 TEU in 2023" in kept["doc1:1:9"]
     figure.meta["description"] = kept["doc1:1:9"]
-    from hyperfolio.answer_llm import chunk_body
+    from hyperfolio.answer.model import chunk_body
     from hyperfolio.model import EvidenceItem
 
     body = chunk_body(EvidenceItem(chunk=figure, score=1.0, rank=1, citation=None))  # type: ignore[arg-type]
@@ -414,8 +414,8 @@ def test_end_to_end_tokens_counted_per_stage(llm_server, tmp_path):
 
 
 def test_answer_and_extraction_prompts_fit_a_small_context(llm_server, client, units):
-    from hyperfolio.models.server_profile import ServerProfile
-    from hyperfolio.models.usage import estimate_tokens
+    from hyperfolio.llm.server_profile import ServerProfile
+    from hyperfolio.llm.usage import estimate_tokens
 
     client.link.profile = ServerProfile(client.base_url, client.model, context_tokens=1024)
     long = evidence_package()

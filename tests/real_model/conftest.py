@@ -1,6 +1,6 @@
 """A real llama.cpp model server on loopback for the `real_model` tests.
 
-The fake server in tests/models checks what hyperfolio sends; only a real model shows that its
+The fake server in tests/llm checks what hyperfolio sends; only a real model shows that its
 prompts, structured-output requests and reply parsing survive a server that streams, applies a
 chat template and writes imperfect JSON. The set is skipped (with one reason) when the model
 file or llama-cpp-python is missing, so a plain `pytest` still works on a bare machine.
@@ -25,7 +25,7 @@ import pymupdf
 import pytest
 
 from hyperfolio.config import Settings
-from hyperfolio.models.registry import ROLES
+from hyperfolio.llm.registry import ROLES
 
 GGUF_ENV = "HYPERFOLIO_TEST_GGUF"
 MODEL_ALIAS = "smol"

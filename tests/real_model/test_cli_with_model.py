@@ -15,7 +15,7 @@ import pymupdf
 import pytest
 
 from hyperfolio.collection import Collection
-from hyperfolio.models.usage import read_usage
+from hyperfolio.llm.usage import read_usage
 from hyperfolio.store.base import STAGE_READY
 
 pytestmark = [pytest.mark.real_model, pytest.mark.long]

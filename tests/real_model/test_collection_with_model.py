@@ -16,7 +16,7 @@ import pytest
 
 from hyperfolio.collection import RETRIEVAL_MODES, AddReport, Collection
 from hyperfolio.config import Settings
-from hyperfolio.models.usage import StageUsage, read_usage
+from hyperfolio.llm.usage import StageUsage, read_usage
 from hyperfolio.store.base import STAGE_READY
 
 pytestmark = [pytest.mark.real_model, pytest.mark.long]

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from hyperfolio.answer import MARKER, ExtractiveAnswerer
-from hyperfolio.answer_llm import LLMAnswerer
+from hyperfolio.answer.extractive import MARKER, ExtractiveAnswerer
+from hyperfolio.answer.model import LLMAnswerer
 from hyperfolio.collection import Collection
-from hyperfolio.models.fence import EVIDENCE_RULE, TAG_PREFIX
-from hyperfolio.models.openai_compat import OpenAICompatClient
+from hyperfolio.llm.fence import EVIDENCE_RULE, TAG_PREFIX
+from hyperfolio.llm.openai_compat import OpenAICompatClient
 
 pytestmark = [pytest.mark.real_model, pytest.mark.long]
 

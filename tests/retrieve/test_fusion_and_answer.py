@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hyperfolio.answer import ExtractiveAnswerer, header_paths, passages, table_cell, terms
+from hyperfolio.answer.extractive import ExtractiveAnswerer, header_paths, passages, table_cell, terms
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.retrieve.rankings import reciprocal_rank_fusion
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from hyperfolio import Collection
-from hyperfolio.answer import ExtractiveAnswerer
+from hyperfolio.answer.extractive import ExtractiveAnswerer
+from hyperfolio.embed.local import cache_dir, minilm_path
+from hyperfolio.embed.onnx_encoder import OnnxSentenceEncoder
 from hyperfolio.model import Chunk, Citation, Document, EvidenceItem, EvidencePackage
-from hyperfolio.models.embed_local import cache_dir, minilm_path
-from hyperfolio.models.onnx_encoder import OnnxSentenceEncoder
 from hyperfolio.store import open_store
 from hyperfolio.store.base import ENTITY_SPACE, STAGE_READY
 
@@ -87,7 +87,7 @@ def test_passages_that_cannot_be_chosen_are_not_embedded_and_the_answer_is_the_s
     answers, embedded = {}, {}
     for every in (False, True):
         if every:  # the reference: every passage embedded before any is compared
-            monkeypatch.setattr("hyperfolio.answer.FIRST_PASSAGES", 10_000)
+            monkeypatch.setattr("hyperfolio.answer.extractive.FIRST_PASSAGES", 10_000)
         for question in questions:
             counting = CountingEmbedder(embedder)
             answer = ExtractiveAnswerer(counting).answer(question, package(question, REPORT))

@@ -11,7 +11,7 @@ pytest.importorskip("fastapi", reason="pip install -e '.[serve]' installs the se
 from fake_openai_server import Reply  # noqa: E402  (registered by tests/conftest.py)
 from fastapi.testclient import TestClient  # noqa: E402
 
-from hyperfolio.answer_llm import partial_answer  # noqa: E402
+from hyperfolio.answer.model import partial_answer  # noqa: E402
 from hyperfolio.collection import Collection  # noqa: E402
 from hyperfolio.sample import SAMPLE_QUESTION, write_sample_report  # noqa: E402
 from hyperfolio.server.app import ServerConfig, create_app  # noqa: E402

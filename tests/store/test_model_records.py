@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hyperfolio.models.cache import ResponseCache
-from hyperfolio.models.server_profile import ProfileStore, ServerProfile
-from hyperfolio.models.usage import UsageMeter, read_usage
+from hyperfolio.llm.cache import ResponseCache
+from hyperfolio.llm.server_profile import ProfileStore, ServerProfile
+from hyperfolio.llm.usage import UsageMeter, read_usage
 from hyperfolio.store import open_model_records, open_store, store_exists
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from hyperfolio.models.errors import ModelCallError
-from hyperfolio.models.fence import Fence, with_evidence_rule
-from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.llm.errors import ModelCallError
+from hyperfolio.llm.fence import Fence, with_evidence_rule
+from hyperfolio.llm.protocols import StructuredChatModel
 
 STAGE = "answer_extraction"
 _INSTRUCTION = with_evidence_rule(

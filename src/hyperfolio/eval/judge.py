@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from hyperfolio.models.errors import ModelCallError
-from hyperfolio.models.fence import Fence, with_evidence_rule
-from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.llm.errors import ModelCallError
+from hyperfolio.llm.fence import Fence, with_evidence_rule
+from hyperfolio.llm.protocols import StructuredChatModel
 from hyperfolio.phrases import clip
 
 STAGE = "judge"

@@ -16,13 +16,13 @@ from typing import Any, TypedDict
 
 from hyperfolio.collection import AddProgress, Collection
 from hyperfolio.config import Settings
+from hyperfolio.embed.protocols import Embedder
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval import metrics as m
 from hyperfolio.eval.datasets import EvalDataset, EvalQuestion, iter_sources
 from hyperfolio.eval.extraction import extract_answer
 from hyperfolio.eval.ranker_training import AUTO_VARIANTS, collect, cross_validate
 from hyperfolio.model import EvidencePackage
-from hyperfolio.models.protocols import Embedder
 from hyperfolio.retrieve.auto import candidate_package
 
 

@@ -22,19 +22,19 @@ from pydantic import BaseModel
 
 from hyperfolio.config import BuildOptions
 from hyperfolio.hypergraph.extract import PageUnit
-from hyperfolio.hypergraph.extract_llm import LLMExtractor, PageExtraction
+from hyperfolio.hypergraph.extract_model import LLMExtractor, PageExtraction
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
+from hyperfolio.hypergraph.layers_model import LLMThemer, ThemeReply
 from hyperfolio.hypergraph.merge import MergedGraph, merge
 from hyperfolio.hypergraph.reconcile import OfflineDetector, detection_batches
-from hyperfolio.hypergraph.reconcile_llm import DetectReply, LLMDetector, LLMResolver, ResolveReply
+from hyperfolio.hypergraph.reconcile_model import DetectReply, LLMDetector, LLMResolver, ResolveReply
 from hyperfolio.hypergraph.refine import NOT_ANCHORS, select_anchors
 from hyperfolio.hypergraph.summarise import STAGE as SUMMARY_STAGE
 from hyperfolio.hypergraph.summarise import DescriptionSummariser, Summary
-from hyperfolio.hypergraph.themes_llm import LLMThemer, ThemeReply
+from hyperfolio.llm.budget import call_budget, schema_overhead
+from hyperfolio.llm.server_profile import ServerProfile
+from hyperfolio.llm.usage import StageUsage, estimate_tokens
 from hyperfolio.model import Document
-from hyperfolio.models.budget import call_budget, schema_overhead
-from hyperfolio.models.server_profile import ServerProfile
-from hyperfolio.models.usage import StageUsage, estimate_tokens
 
 # Reply tokens per call when the collection has no history: what instruct models write for these
 # replies (a page's entities and facts; a one-sentence theme with keywords; a refined relation list).

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from hyperfolio.embed.protocols import Embedder
 from hyperfolio.hypergraph.merge import edge_id
 from hyperfolio.model import Chunk, Hyperedge
-from hyperfolio.models.protocols import Embedder
 from hyperfolio.phrases import content_words
 from hyperfolio.store.base import CONCEPT_SPACE, RELATION_SPACE, THEME_SPACE, GraphStore, Store, scoped_key
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hyperfolio.config import BuildOptions
+from hyperfolio.embed.protocols import Embedder
 from hyperfolio.hypergraph.extract import Extractor, PageUnit
 from hyperfolio.hypergraph.layers import (
     THEME,
@@ -30,7 +31,6 @@ from hyperfolio.hypergraph.reconcile import (
 )
 from hyperfolio.hypergraph.refine import Refiner, RefineReport, refine_anchors, refine_pages
 from hyperfolio.model import Entity, Hyperedge
-from hyperfolio.models.protocols import Embedder
 from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, GraphStore, Store, chunk_doc_page, scoped_key
 from hyperfolio.timing import StageTimes
 

@@ -10,7 +10,7 @@ A resolver decides keep / merge / revise / drop using the chunks that support th
 facts leave the graph, and so do the entity -> chunk evidence links that only they supported.
 Every decision is recorded.
 
-The offline detector and resolver are deterministic rules; `reconcile_llm` holds the
+The offline detector and resolver are deterministic rules; `reconcile_model` holds the
 language-model ones, which share these types.
 """
 

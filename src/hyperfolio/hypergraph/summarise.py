@@ -12,8 +12,8 @@ import logging
 from pydantic import BaseModel
 
 from hyperfolio.hypergraph.merge import MergedEntity, MergedGraph
-from hyperfolio.models.fence import Fence, with_evidence_rule
-from hyperfolio.models.protocols import StructuredChatModel
+from hyperfolio.llm.fence import Fence, with_evidence_rule
+from hyperfolio.llm.protocols import StructuredChatModel
 from hyperfolio.phrases import one_line
 
 log = logging.getLogger(__name__)

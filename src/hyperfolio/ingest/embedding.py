@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
+from hyperfolio.embed.protocols import Embedder
 from hyperfolio.model import Chunk
-from hyperfolio.models.protocols import Embedder
 from hyperfolio.store.base import CHUNK_SPACE, Store
 
 # Chunks embedded, committed and reported as one step of `add`: a step of long chunks takes about a

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from hyperfolio.config import Settings
+from hyperfolio.embed.protocols import Embedder, LoadsModel
 from hyperfolio.errors import DuplicateDocument, HyperfolioError, ParseError, StoreError
 from hyperfolio.hypergraph.ledger import MODEL, OFFLINE, BuildLedger
 from hyperfolio.hypergraph.pipeline import GraphReport, build_document_graph
@@ -28,9 +29,8 @@ from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS, TextOf, embed_chunks
 from hyperfolio.ingest.executors import Executor, default_workers, make_executor
 from hyperfolio.ingest.parse_ahead import FileJob, ParseAhead
 from hyperfolio.ingest.report import AddProgress, AddReport, AddResult, expand_paths
+from hyperfolio.llm.progress import ModelProgress
 from hyperfolio.model import Document, DocumentInfo
-from hyperfolio.models.progress import ModelProgress
-from hyperfolio.models.protocols import Embedder, LoadsModel
 from hyperfolio.parse import quick_page_count
 from hyperfolio.parse.unlock import Password
 from hyperfolio.store import Store, copy_store, remove_store, store_exists
@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # the language-model stages load only when a model is configu
     from hyperfolio.hypergraph.reconcile import ConflictDetector, ConflictResolver
     from hyperfolio.hypergraph.refine import Refiner
     from hyperfolio.hypergraph.summarise import DescriptionSummariser
-    from hyperfolio.models.registry import ModelSet
+    from hyperfolio.llm.registry import ModelSet
 
 log = logging.getLogger(__name__)
 

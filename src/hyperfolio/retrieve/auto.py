@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from hyperfolio.model import EvidenceItem, EvidencePackage, PageScore
-from hyperfolio.retrieve.base import Query, RetrievalContext
+from hyperfolio.retrieve.base import Query, Rankers, RetrievalContext
 from hyperfolio.retrieve.evidence import cite
 from hyperfolio.retrieve.features import Candidates, candidate_features, source_rankings
-from hyperfolio.retrieve.ranker import RankerSet, layout_of, load_ranker
+from hyperfolio.retrieve.ranker import layout_of, load_ranker
 
 
 def rank_pages(ranking: list[tuple[str, float]], page_of: dict[str, tuple[str, int]]) -> list[PageScore]:
@@ -30,7 +30,7 @@ def rank_pages(ranking: list[tuple[str, float]], page_of: dict[str, tuple[str, i
     return list(pages.values())
 
 
-def score_candidates(candidates: Candidates, rankers: RankerSet, ctx: RetrievalContext) -> np.ndarray:
+def score_candidates(candidates: Candidates, rankers: Rankers, ctx: RetrievalContext) -> np.ndarray:
     """Each candidate scored by the ranker of its document's layout."""
     layouts: dict[str, str] = {}
     for doc_id in {c.doc_id for c in candidates.chunks}:

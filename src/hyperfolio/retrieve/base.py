@@ -4,18 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
+
+import numpy as np
 
 from hyperfolio.config import ConceptOptions, DualOptions, TopDownOptions, coerce_settings
+from hyperfolio.embed.protocols import Embedder
+from hyperfolio.llm.protocols import StructuredChatModel
 from hyperfolio.model import EvidencePackage
-from hyperfolio.models.protocols import Embedder, StructuredChatModel
 from hyperfolio.retrieve.encoding import QueryMemo, TextCache
 from hyperfolio.retrieve.keywords import Decomposer, Keywords, OfflineDecomposer
 from hyperfolio.store.base import Store
 from hyperfolio.timing import StageTimes
 
-if TYPE_CHECKING:
-    from hyperfolio.retrieve.ranker import RankerSet
+
+class Scorer(Protocol):
+    def score(self, matrix: np.ndarray) -> np.ndarray: ...
+
+
+class Rankers(Protocol):
+    """The learned rankers `auto` reads (`retrieve.ranker.RankerSet`): injected, so this interface never
+    imports the strategy built on it."""
+
+    @property
+    def exclude(self) -> list[str]: ...
+
+    def for_layout(self, layout: str) -> Scorer: ...
 
 
 @dataclass
@@ -32,7 +46,7 @@ class RetrievalContext:
     topdown: TopDownOptions = field(default_factory=TopDownOptions)
     decomposer: Decomposer = field(default_factory=OfflineDecomposer)  # a keywords model when one is configured
     vision_model: StructuredChatModel | None = None  # reads pictures of the graph (top-down retrieval)
-    ranker: RankerSet | None = None  # the learned rankers `auto` uses; None: the packaged ones
+    ranker: Rankers | None = None  # the learned rankers `auto` uses; None: the packaged ones
     memo: QueryMemo = field(default_factory=QueryMemo)  # one question's encodings; a new context per call
     texts: TextCache = field(default_factory=TextCache)  # words of indexed texts, kept by the collection
     times: StageTimes = field(default_factory=StageTimes)  # seconds per stage a strategy reports, this call

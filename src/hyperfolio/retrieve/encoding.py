@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from hyperfolio.models.protocols import Embedder
+from hyperfolio.embed.protocols import Embedder
 
 
 @dataclass

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from hyperfolio.llm.errors import ModelCallError
+from hyperfolio.llm.fence import PICTURE_RULE, Fence, with_evidence_rule
+from hyperfolio.llm.messages import system_message, user_message
 from hyperfolio.model import EvidencePackage, Hyperedge
-from hyperfolio.models.errors import ModelCallError
-from hyperfolio.models.fence import PICTURE_RULE, Fence, with_evidence_rule
-from hyperfolio.models.messages import system_message, user_message
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.evidence import package
 from hyperfolio.retrieve.graph_paths import (

@@ -29,18 +29,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from hyperfolio.errors import StoreError
-from hyperfolio.ingest.embedding import embed_chunks
 from hyperfolio.model import Chunk, Decision, Document, Entity, Hyperedge, Page
 from hyperfolio.store.base import SPACES, STAGE_PARSED, ModelRecordStore, Store
-
-if TYPE_CHECKING:
-    from hyperfolio.collection import Collection
 
 BUNDLE_FORMAT = "hyperfolio-bundle"
 BUNDLE_VERSION = 1
@@ -49,17 +45,9 @@ EMBED_BATCH = 64
 IMAGES = "images"  # the collection folder's picture files, by relative image_path
 VECTORS = "vectors.jsonl"
 
-Embed = Callable[[Store, list[Chunk]], object]  # stores the vectors of these chunks of the store
-
-
-def embed_chunks_with(col: Collection) -> Embed:
-    """Chunk vectors made and stored as `add` makes them (`ingest.embedding`); the collection's embedder is
-    looked up per call, so the imported meta (which embedder the bundle was indexed with) decides it."""
-
-    def embed(store: Store, chunks: list[Chunk]) -> int:
-        return embed_chunks(store, col.embedder, chunks, batch=EMBED_BATCH)
-
-    return embed
+# Stores the vectors of these chunks of the store (the collection passes its own chunk embedding, so the
+# imported meta - which embedder the bundle was indexed with - decides the model).
+Embed = Callable[[Store, list[Chunk]], object]
 
 
 class BundleError(StoreError):

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import networkx as nx
 
-from hyperfolio.models.errors import ModelCallError
-from hyperfolio.models.fence import PICTURE_RULE
-from hyperfolio.models.protocols import VisionModel
+from hyperfolio.llm.errors import ModelCallError
+from hyperfolio.llm.fence import PICTURE_RULE
+from hyperfolio.llm.protocols import VisionModel
 from hyperfolio.viz.draw import render
 from hyperfolio.viz.graph import VizEdge, VizGraph
 from hyperfolio.viz.layouts import INDUCED_LAYOUTS, SET_LAYOUTS

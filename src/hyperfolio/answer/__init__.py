@@ -1,0 +1,2 @@
+"""Evidence to a cited answer: extractive offline (`extractive`), or a model's (`model`) with its
+citations checked (`citations`)."""

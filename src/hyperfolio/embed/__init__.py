@@ -1,0 +1,1 @@
+"""Embedders that run in-process and ship their weights: no network, no key."""

@@ -1,0 +1,29 @@
+"""Embedder protocols: texts in, vectors out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts in, L2-normalised float32 vectors out (one row per text)."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class LoadsModel(Protocol):
+    """An embedder that loads (on a first use, also prepares) its model when first asked: `add` loads it
+    before the first file, so no file's measured rate carries that one-time cost."""
+
+    @property
+    def loaded(self) -> bool: ...
+
+    def load(self) -> None: ...
