@@ -59,7 +59,7 @@ from hyperfolio.store.base import (
     STAGE_READY,
     scoped_key,
 )
-from hyperfolio.store.concept_tables import concept_id
+from hyperfolio.store.sql.layers import concept_id
 
 DIM = 384
 VOCABULARY = 30_000

@@ -161,10 +161,10 @@ def test_bm25_question_loads_no_embedding_stack(collection):
 def test_serve_access_log_hides_api_keys():
     import logging
 
-    from hyperfolio.cli import _hide_keys
+    from hyperfolio.cli.serving import hide_keys
 
     record = logging.LogRecord(
         "uvicorn.access", 20, "", 0, '%s - "%s %s"', ("1.2.3.4", "GET", "/api/jobs/j/events?key=s3cret&x=1"), None
     )
-    assert _hide_keys(record)
+    assert hide_keys(record)
     assert "s3cret" not in record.getMessage() and "key=***&x=1" in record.getMessage()

@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from hyperfolio.cli import _BarProgress, app
+from hyperfolio.cli import app
+from hyperfolio.cli.progress import BarProgress as _BarProgress
 from hyperfolio.collection import AddProgress, AddResult, Collection
 from hyperfolio.config import Settings
 from hyperfolio.ingest.progress import Tracker

@@ -22,7 +22,7 @@ from hyperfolio.hypergraph.reconcile import MUTUAL, Conflict, Fact
 from hyperfolio.hypergraph.reconcile_model import LLMDetector, LLMResolver
 from hyperfolio.hypergraph.refine import StarEdge
 from hyperfolio.hypergraph.refine_model import LLMRefiner
-from hyperfolio.hypergraph.summarise import DescriptionSummariser
+from hyperfolio.hypergraph.summarise_model import DescriptionSummariser
 from hyperfolio.llm import fence as fence_module
 from hyperfolio.llm.fence import EVIDENCE_RULE, TAG_PREFIX, Fence, tag_for
 from hyperfolio.llm.server_profile import ServerProfile

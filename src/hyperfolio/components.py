@@ -8,19 +8,32 @@ is configured.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from hyperfolio.answer.extractive import ExtractiveAnswerer
+from hyperfolio.answer.extractive import Answerer, ExtractiveAnswerer
 from hyperfolio.config import Settings
+from hyperfolio.embed.local import make_embedder
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
-from hyperfolio.hypergraph.layers import OfflineThemer
-from hyperfolio.hypergraph.reconcile import OfflineDetector, OfflineResolver
-from hyperfolio.hypergraph.refine import OfflineRefiner
+from hyperfolio.hypergraph.layers_offline import OfflineThemer
+from hyperfolio.hypergraph.reconcile_offline import OfflineDetector, OfflineResolver
+from hyperfolio.hypergraph.refine_offline import OfflineRefiner
+from hyperfolio.ingest.embedding import embed_chunks
+from hyperfolio.ingest.pipeline import Components
 from hyperfolio.llm.registry import ModelSet
+from hyperfolio.model import Chunk, DocumentInfo
+from hyperfolio.retrieve.base import RetrievalContext, Strategy
+from hyperfolio.retrieve.encoding import TextCache
+from hyperfolio.retrieve.keywords import OfflineDecomposer
+from hyperfolio.retrieve.ranker import COLLECTION_FILE, RankerSet, load_ranker
 from hyperfolio.store.base import Store
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,7 @@ def _model_extractor(chat: Any, offline: OfflineExtractor, parts: Parts) -> Any:
 
 
 def _summariser(chat: Any, _offline: None, parts: Parts) -> Any:
-    from hyperfolio.hypergraph.summarise import DescriptionSummariser
+    from hyperfolio.hypergraph.summarise_model import DescriptionSummariser
 
     return DescriptionSummariser(chat, max_chars=parts.settings.build.max_description_chars)
 
@@ -98,6 +111,12 @@ def _answerer(chat: Any, extractive: ExtractiveAnswerer, parts: Parts) -> Any:
     return LLMAnswerer(chat, extractive, vision=parts.models.get("vision"))
 
 
+def _decomposer(chat: Any, _offline: Any, _parts: Parts) -> Any:
+    from hyperfolio.retrieve.keywords_model import LLMDecomposer
+
+    return LLMDecomposer(chat)
+
+
 ROLES: dict[str, Role] = {
     "extractor": Role("extract", offline_extractor, _model_extractor),
     "summariser": Role("extract", lambda _parts: None, _summariser),  # offline: descriptions joined, not summarised
@@ -105,6 +124,7 @@ ROLES: dict[str, Role] = {
     "themer": Role("extract", lambda _parts: OfflineThemer(), _themer),
     "refiner": Role("extract", lambda _parts: OfflineRefiner(), _refiner),
     "answerer": Role("answer", _extractive, _answerer),
+    "decomposer": Role("keywords", lambda _parts: OfflineDecomposer(), _decomposer),
 }
 
 
@@ -114,3 +134,179 @@ def component(name: str, parts: Parts) -> Any:
     offline = role.offline(parts)
     chat = parts.models.get(role.model_role)
     return offline if chat is None else role.model(chat, offline, parts)
+
+
+class ComponentSet:
+    """One collection's components, each built when first asked for and then kept: the chunk and graph
+    embedders, the model clients, `auto`'s rankers and every row of ROLES. A handle that never indexes or
+    asks never loads a model."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        location: str,
+        folder: Path,
+        lock: threading.RLock,
+        embedder: Embedder | None = None,
+        answerer: Answerer | None = None,
+    ) -> None:
+        self.settings, self.store, self.location, self.folder, self.lock = settings, store, location, folder, lock
+        self._embedder = embedder
+        self._graph_embedder: Embedder | None = None
+        self._answerer = answerer
+        self._models: ModelSet | None = None
+        self._ranker: RankerSet | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        """The chunk embedder: the one the collection's vectors were made with, else the configured one."""
+        with self.lock:
+            if self._embedder is None:
+                stored = self.store.get_meta("embedder")
+                if stored and stored != self.settings.embedder:
+                    log.warning(
+                        "collection %s was embedded with %r; using it instead of %r",
+                        self.folder,
+                        stored,
+                        self.settings.embedder,
+                    )
+                self._embedder = make_embedder(stored or self.settings.embedder, self.settings.embed_batch)
+            return self._embedder
+
+    @property
+    def embedder_name(self) -> str:
+        """The embedder queries will use: the indexed one, else the configured one."""
+        return self.store.get_meta("embedder") or self.settings.embedder
+
+    @property
+    def graph_embedder(self) -> Embedder:
+        """Embeds entities and hyperedges: many short texts, so the fast static model by default."""
+        with self.lock:
+            if self._graph_embedder is None:
+                name = self.settings.build.graph_embedder
+                self._graph_embedder = self.embedder if name == self.embedder_name else make_embedder(name)
+            return self._graph_embedder
+
+    @property
+    def models(self) -> ModelSet:
+        """Language and vision model clients for the configured roles, sharing this collection's cache."""
+        with self.lock:
+            if self._models is None:
+                self._models = ModelSet(self.settings, self.location)
+            return self._models
+
+    def usage_note(self) -> str:
+        """' (12 model calls, 34,567 tokens, 3 cached)' while language models are in use this run, else ''."""
+        if self._models is None or not self._models.configured:
+            return ""
+        usage = self._models.snapshot().values()
+        calls = sum(u.calls for u in usage)
+        tokens = sum(u.total_tokens for u in usage)
+        hits = sum(u.cache_hits for u in usage)
+        return f" ({calls} model calls, {tokens:,} tokens, {hits} cached)"
+
+    def get(self, name: str) -> Any:
+        """The component `name` of ROLES, built now (components are cheap; the models they use are kept)."""
+        return component(name, self.parts())
+
+    def parts(self) -> Parts:
+        return Parts(
+            self.settings, self.models, self.store, lambda: self.embedder, self._image_bytes, self._chunk_picture
+        )
+
+    def _image_bytes(self, relative: str) -> bytes | None:
+        path = self.folder / relative
+        return path.read_bytes() if path.is_file() else None
+
+    def _chunk_picture(self, chunk_id: str) -> bytes | None:
+        from hyperfolio.viz import Budget, Style, from_store, prune, render
+
+        graph = from_store(self.store, self.store.chunk_hyperedges(chunk_id), "")
+        if not graph.entities:
+            return None
+        prune(graph, "", Budget(width=900, height=700))
+        target = self.folder / "pictures" / f"chunk-{chunk_id.replace(':', '-')}.png"
+        return render(graph, ["set-force"], target, Style(width_px=900, height_px=700)).read_bytes()
+
+    @property
+    def answerer(self) -> Answerer:
+        if self._answerer is None:
+            self._answerer = component("answerer", self.parts())
+        return self._answerer
+
+    def answerer_for(self, strategy: Strategy) -> Answerer:
+        """A lexical strategy's extractive answer scores passages by their words: no embedding model loads."""
+        answerer = self.answerer
+        if strategy.lexical and isinstance(answerer, ExtractiveAnswerer):
+            settings = self.settings
+            return ExtractiveAnswerer(None, max_passages=settings.answer_sentences, min_score=settings.min_answer_score)
+        return answerer
+
+    @property
+    def ranker(self) -> RankerSet:
+        """The learned rankers of `auto`: this collection's own (`hyperfolio tune`), else the packaged ones."""
+        if self._ranker is None:
+            self._ranker = load_ranker(self.folder)
+        return self._ranker
+
+    def use_ranker(self, ranker: RankerSet | None, save: bool = False) -> None:
+        """Rank `auto` with these weights from now on (None: back to the default); `save` keeps them
+        in the collection directory."""
+        self._ranker = ranker
+        target = self.folder / COLLECTION_FILE
+        if save and ranker is not None:
+            ranker.save(target)
+        elif save and target.exists():
+            target.unlink()
+
+    def retrieval_context(self, texts: TextCache) -> RetrievalContext:
+        """What a strategy reads for one question; `texts` (words of indexed texts) outlive the question."""
+        return RetrievalContext(
+            store=self.store,
+            embedder=self.embedder,
+            titles=self.store.titles(),
+            rrf_k=self.settings.rrf_k,
+            graph_embedder=self.graph_embedder,
+            dual=self.settings.dual,
+            concept=self.settings.concept,
+            topdown=self.settings.topdown,
+            decomposer=self.get("decomposer"),
+            texts=texts,
+            vision_model=self.models.get("vision"),
+        )
+
+    def for_ingest(self, resolve: Callable[[str], DocumentInfo]) -> Components:
+        """The parts the ingest pipeline uses, as getters of these lazily built ones: a getter sees a part
+        set after the pipeline was made (`Collection.sibling` shares its graph embedder so)."""
+        return Components(
+            embedder=lambda: self.embedder,
+            graph_embedder=lambda: self.graph_embedder,
+            models=lambda: self.models,
+            usage_note=self.usage_note,
+            extractor=lambda: self.get("extractor"),
+            summariser=lambda: self.get("summariser"),
+            reconcilers=lambda: self.get("reconcilers"),
+            themer=lambda: self.get("themer"),
+            refiner=lambda: self.get("refiner"),
+            resolve=resolve,
+        )
+
+    def embed_imported(self, store: Store, chunks: list[Chunk]) -> int:
+        """An imported bundle's chunk vectors, made as `add` makes them; the embedder is looked up per call,
+        so the imported meta (which embedder the bundle was indexed with) decides it."""
+        from hyperfolio.store.bundle import EMBED_BATCH
+
+        return embed_chunks(store, self.embedder, chunks, batch=EMBED_BATCH)
+
+    def shared_embedder(self) -> Embedder | None:
+        """The chunk embedder if it is loaded (a copy of the collection shares it), else None."""
+        return self._embedder
+
+    def shared_with(self, twin: ComponentSet, embedder: Embedder) -> None:
+        """`twin` (a second handle on the same collection) uses `embedder` and this set's graph embedder."""
+        twin._embedder, twin._graph_embedder, twin._answerer = embedder, self.graph_embedder, self._answerer
+
+    def close(self) -> None:
+        if self._models is not None:
+            self._models.close()

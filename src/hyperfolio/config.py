@@ -340,31 +340,31 @@ def _checked(kind: type, name: str, value: Any, layer: Layer | None = None, sect
         if isinstance(value, str) and value.strip().lower() in TRUE_WORDS | FALSE_WORDS:
             return value.strip().lower() in TRUE_WORDS
         raise wrong("true or false")
-    if isinstance(current, int):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                pass
-        raise wrong("a whole number")
-    if isinstance(current, float):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value.strip())
-            except ValueError:
-                pass
-        raise wrong("a number")
+    if isinstance(current, (int, float)):
+        number = _as_number(value, int if isinstance(current, int) else float)
+        if number is None:
+            raise wrong("a whole number" if isinstance(current, int) else "a number")
+        return number
     if isinstance(current, str):
         if isinstance(value, str):
             return value
         raise wrong("text in quotes")
     return value
+
+
+def _as_number(value: Any, kind: type[int] | type[float]) -> int | float | None:
+    """`value` as a whole-number or number setting takes it: a number (whole, for `int`) or text that
+    reads as one; None when it cannot be (true and false are not numbers here)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) or (isinstance(value, float) and (kind is float or value.is_integer())):
+        return kind(value)
+    if isinstance(value, str):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            return None
+    return None
 
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})

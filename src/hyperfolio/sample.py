@@ -91,11 +91,13 @@ def _table(page: pymupdf.Page, top: float) -> float:
     return bottom
 
 
-def write_sample_report(path: Path) -> Path:
-    """Write the four-page Northwind Renewables report to `path` (same bytes every time)."""
-    path = Path(path)
-    doc = pymupdf.open()
+def _section_page(doc: pymupdf.Document, heading: str, text: str) -> tuple[pymupdf.Page, float]:
+    """A new page opening with a section heading and its first paragraph; returns the page and the y below."""
+    page = doc.new_page(width=_WIDTH, height=_HEIGHT)
+    return page, _paragraph(page, _heading(page, 90, heading), text)
 
+
+def _summary_page(doc: pymupdf.Document) -> None:
     page = doc.new_page(width=_WIDTH, height=_HEIGHT)
     y = _heading(page, 120, "Northwind Renewables", size=26)
     y = _heading(page, y + 4, "Annual Report 2024", size=16) + 20
@@ -115,11 +117,12 @@ def write_sample_report(path: Path) -> Path:
         "Safety performance improved, with a lost-time injury rate of 0.9 per million hours worked.",
     )
 
-    page = doc.new_page(width=_WIDTH, height=_HEIGHT)
-    y = _heading(page, 90, "Regional Performance")
-    y = _paragraph(
-        page,
-        y,
+
+def _regions_page(doc: pymupdf.Document) -> None:
+    """Page 2: Table 1, where the sample question's answer is."""
+    page, y = _section_page(
+        doc,
+        "Regional Performance",
         "Generation revenue is reported by operating region. The North Sea portfolio remains the "
         "largest contributor, while the Great Lakes region, added in 2022, grew fastest. Services "
         "and grid-balancing income of $23.0 million is reported separately.",
@@ -134,11 +137,12 @@ def write_sample_report(path: Path) -> Path:
         "Capacity figures are net of minority interests. Revenue excludes hedging gains and losses.",
     )
 
-    page = doc.new_page(width=_WIDTH, height=_HEIGHT)
-    y = _heading(page, 90, "Generation Trends")
-    y = _paragraph(
-        page,
-        y,
+
+def _trends_page(doc: pymupdf.Document) -> None:
+    """Page 3: Figure 1, a chart image with its caption."""
+    page, y = _section_page(
+        doc,
+        "Generation Trends",
         "Electricity generation has risen every year since 2020 as new capacity came online. "
         "Figure 1 shows annual generation in terawatt-hours.",
     )
@@ -151,11 +155,11 @@ def write_sample_report(path: Path) -> Path:
         fontsize=10,
     )
 
-    page = doc.new_page(width=_WIDTH, height=_HEIGHT)
-    y = _heading(page, 90, "Outlook 2025")
-    y = _paragraph(
-        page,
-        y,
+
+def _outlook_page(doc: pymupdf.Document) -> None:
+    page, y = _section_page(
+        doc,
+        "Outlook 2025",
         "For 2025 Northwind Renewables expects revenue between $450 million and $480 million. "
         "The Skagen offshore project (420 MW) is scheduled to start operation in the third quarter, "
         "and a 150 MW battery storage site in Iberia enters construction.",
@@ -167,6 +171,13 @@ def write_sample_report(path: Path) -> Path:
         "Aarhus and Bilbao, and targets a lost-time injury rate below 0.8.",
     )
 
+
+def write_sample_report(path: Path) -> Path:
+    """Write the four-page Northwind Renewables report to `path` (same bytes every time)."""
+    path = Path(path)
+    doc = pymupdf.open()
+    for write_page in (_summary_page, _regions_page, _trends_page, _outlook_page):
+        write_page(doc)
     doc.set_metadata(
         {
             "title": SAMPLE_TITLE,

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder, make_embedder
 from hyperfolio.embed import static_distill
+from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder, make_embedder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # sentence-transformers' own vectors (tests/embed/make_minilm_reference.py); the ONNX graph differs by ~2e-7.

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from hyperfolio.eval.command import eval_command
+from hyperfolio.cli.evaluation import eval_command
 
 
 def app() -> typer.Typer:

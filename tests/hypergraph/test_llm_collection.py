@@ -185,7 +185,7 @@ def test_overlapping_anchors_are_refined_in_one_call(llm_server):
 
 def test_merged_descriptions_are_summarised_by_the_model(llm_server):
     from hyperfolio.hypergraph.merge import MergedEntity, MergedGraph
-    from hyperfolio.hypergraph.summarise import DescriptionSummariser
+    from hyperfolio.hypergraph.summarise_model import DescriptionSummariser
     from hyperfolio.llm.registry import ModelSet
 
     llm_server.handler = lambda request: Reply.json({"description": "Rotterdam is Osprey's home port and hub."})

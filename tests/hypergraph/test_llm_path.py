@@ -399,7 +399,7 @@ def test_end_to_end_tokens_counted_per_stage(llm_server, tmp_path):
         assert graph is not None and graph.refine.anchors >= 2 and graph.refine.edges_added >= 1
         keywords = llm_decompose(models.get("keywords"), "What is the capacity of the Aurora?")
         assert keywords.low == ["Aurora"]
-        assert isinstance(col.extractor, LLMExtractor) and isinstance(col.refiner, LLMRefiner)
+        assert isinstance(col.parts.get("extractor"), LLMExtractor) and isinstance(col.parts.get("refiner"), LLMRefiner)
         assert isinstance(col.answerer, LLMAnswerer)
         answer = col.ask("What is the capacity of the Aurora?", mode="dual", k=5)
         assert answer.answerer == "llm" and answer.citations

@@ -144,7 +144,8 @@ def test_add_says_per_document_what_the_model_built(tmp_path, llm_server, report
 def test_add_exits_3_when_the_configured_model_built_nothing(tmp_path, llm_server, report):
     from typer.testing import CliRunner
 
-    from hyperfolio.cli import MODEL_BUILT_NOTHING, app
+    from hyperfolio.cli import app
+    from hyperfolio.cli.ingest import MODEL_BUILT_NOTHING
 
     llm_server.default = Reply.error(500, "model crashed")
     result = CliRunner().invoke(app, ["add", str(report), "-c", str(tmp_path / "col")], env=cli_env(llm_server.url))

@@ -16,15 +16,8 @@ from hyperfolio.hypergraph import reconcile as reconcile_module
 from hyperfolio.hypergraph.extract import FACT
 from hyperfolio.hypergraph.facts_offline import years_in
 from hyperfolio.hypergraph.merge import MergedEdge, MergedEntity, MergedGraph
-from hyperfolio.hypergraph.reconcile import (
-    MAX_RIVALS,
-    Fact,
-    FactView,
-    OfflineDetector,
-    OfflineResolver,
-    candidate_groups,
-    reconcile,
-)
+from hyperfolio.hypergraph.reconcile import Fact, FactView, candidate_groups, reconcile
+from hyperfolio.hypergraph.reconcile_offline import MAX_RIVALS, OfflineDetector, OfflineResolver
 from hyperfolio.model import Chunk, Entity, FactRow
 from hyperfolio.phrases import content_words, first_number, normalize_name
 

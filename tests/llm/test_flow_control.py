@@ -14,8 +14,10 @@ from hyperfolio.config import ModelOptions
 from hyperfolio.hypergraph.extract_model import PageExtraction
 from hyperfolio.llm.errors import ModelContextError, ModelHTTPError, ModelTimeoutError, ModelUnavailableError
 from hyperfolio.llm.flow import AdaptiveLimit, CircuitBreaker
-from hyperfolio.llm.openai_compat import OpenAICompatClient, ServerLink, parse_json_reply
+from hyperfolio.llm.json_repair import parse_json_reply
+from hyperfolio.llm.openai_compat import OpenAICompatClient
 from hyperfolio.llm.registry import ModelSet
+from hyperfolio.llm.transport import ServerLink
 
 ASK = [{"role": "user", "content": "Say something."}]
 

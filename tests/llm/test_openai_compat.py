@@ -19,11 +19,8 @@ from hyperfolio.llm.errors import (
     ModelOutputError,
     ModelTimeoutError,
 )
-from hyperfolio.llm.openai_compat import (
-    JSONRepairError,
-    parse_json_reply,
-    user_message,
-)
+from hyperfolio.llm.json_repair import JSONRepairError, parse_json_reply
+from hyperfolio.llm.messages import user_message
 from hyperfolio.llm.protocols import ChatModel, StructuredChatModel, VisionModel
 from hyperfolio.llm.registry import ModelSet, make_chat_model, resolve_endpoint
 

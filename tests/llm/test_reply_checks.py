@@ -12,7 +12,7 @@ import pytest
 from fake_openai_server import Reply
 from pydantic import BaseModel, Field
 
-from hyperfolio.llm import openai_compat
+from hyperfolio.llm import structured
 from hyperfolio.llm.cache import ResponseCache
 from hyperfolio.llm.errors import ModelOutputError
 from hyperfolio.llm.fence import Fence, with_evidence_rule
@@ -349,7 +349,7 @@ def test_a_cached_reply_that_now_fails_the_checks_is_a_miss(fake_llm, make_clien
     with UsageMeter(tmp_path) as usage, ResponseCache(tmp_path) as cache:
         client = make_client(usage=usage, cache=cache)
         with monkeypatch.context() as patched:
-            patched.setattr(openai_compat, "reply_problem", lambda *args: None)  # as before the checks
+            patched.setattr(structured, "reply_problem", lambda *args: None)  # as before the checks
             assert client.complete_json(theme_messages(), ThemeReply, stage="themes").theme == bad["theme"]
         assert len(cache) == 1
         assert client.complete_json(theme_messages(), ThemeReply, stage="themes") == ThemeReply(**good)

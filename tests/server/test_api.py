@@ -113,6 +113,62 @@ def test_health_ready_and_schema(client):
     assert client.get("/docs").status_code == 404  # no page that would load scripts from a CDN
 
 
+def test_operations_keep_their_ids_and_tags(client):
+    """The routers are split by tag; clients generated from the schema depend on these names."""
+    schema = client.get("/openapi.json").json()
+    operations = {
+        (method, path): (op["operationId"], op["tags"])
+        for path, item in schema["paths"].items()
+        for method, op in item.items()
+    }
+    expected = {
+        ("get", "/api/health"): ("health_api_health_get", ["service"]),
+        ("get", "/api/ready"): ("ready_api_ready_get", ["service"]),
+        ("get", "/api/collections"): ("list_collections_api_collections_get", ["collections"]),
+        ("post", "/api/collections"): ("create_collection_api_collections_post", ["collections"]),
+        ("get", "/api/collections/{name}/stats"): ("stats_api_collections__name__stats_get", ["collections"]),
+        ("get", "/api/collections/{name}/conflicts"): (
+            "conflicts_api_collections__name__conflicts_get",
+            ["collections"],
+        ),
+        ("get", "/api/collections/{name}/documents"): (
+            "list_documents_api_collections__name__documents_get",
+            ["documents"],
+        ),
+        ("post", "/api/collections/{name}/documents"): ("upload_api_collections__name__documents_post", ["documents"]),
+        ("get", "/api/collections/{name}/documents/{doc}"): (
+            "get_document_api_collections__name__documents__doc__get",
+            ["documents"],
+        ),
+        ("delete", "/api/collections/{name}/documents/{doc}"): (
+            "delete_document_api_collections__name__documents__doc__delete",
+            ["documents"],
+        ),
+        ("get", "/api/collections/{name}/documents/{doc}/pages"): (
+            "pages_api_collections__name__documents__doc__pages_get",
+            ["documents"],
+        ),
+        ("get", "/api/collections/{name}/documents/{doc}/pages/{page}/image"): (
+            "page_image_api_collections__name__documents__doc__pages__page__image_get",
+            ["documents"],
+        ),
+        ("get", "/api/collections/{name}/jobs"): ("list_jobs_api_collections__name__jobs_get", ["ingestion"]),
+        ("get", "/api/jobs/{job_id}"): ("get_job_api_jobs__job_id__get", ["ingestion"]),
+        ("get", "/api/jobs/{job_id}/events"): ("job_events_api_jobs__job_id__events_get", ["ingestion"]),
+        ("post", "/api/collections/{name}/ask"): ("ask_api_collections__name__ask_post", ["questions"]),
+        ("post", "/api/collections/{name}/ask/stream"): (
+            "ask_stream_api_collections__name__ask_stream_post",
+            ["questions"],
+        ),
+        ("post", "/api/collections/{name}/retrieve"): ("retrieve_api_collections__name__retrieve_post", ["questions"]),
+        ("get", "/api/collections/{name}/graph"): ("graph_api_collections__name__graph_get", ["pictures"]),
+    }
+    assert operations == expected
+    assert list(operations) == list(expected)  # the schema's order: service, collections, ..., pictures
+    job = schema["paths"]["/api/jobs/{job_id}"]["get"]
+    assert [(p["name"], p["in"], p["required"]) for p in job["parameters"]] == [("job_id", "path", True)]
+
+
 # ---------------------------------------------------------------------- collections
 def test_collections(client):
     names = [c["name"] for c in client.get("/api/collections").json()]

@@ -192,3 +192,30 @@ def test_add_line_says_what_the_model_built_and_what_fell_back():
     )
     offline = AddResult("/x/report.pdf", "added", "d1", "Report", 4, 9)
     assert _add_line(offline) == "report.pdf: added as d1 'Report', 4 pages, 9 chunks"
+
+
+def test_ask_and_retrieve_share_one_signature_under_their_own_names(tmp_path):
+    from hyperfolio.server.library import Library
+    from hyperfolio.server.mcp import build_mcp
+
+    library = Library(tmp_path)
+    try:
+        tools = {tool.name: tool for tool in anyio.run(build_mcp(library).list_tools)}
+    finally:
+        library.close()
+    assert list(tools) == [
+        "list_collections",
+        "list_documents",
+        "add_document",
+        "ask",
+        "retrieve",
+        "get_page",
+        "draw_hypergraph",
+    ]
+    ask, retrieve = tools["ask"], tools["retrieve"]
+    assert ask.input_schema["properties"] == retrieve.input_schema["properties"]
+    assert list(ask.input_schema["properties"]) == ["question", "mode", "k", "doc", "collection", "options"]
+    assert (ask.input_schema["title"], retrieve.input_schema["title"]) == ("askArguments", "retrieveArguments")
+    assert ask.description.startswith("Answer a question") and "get_page" in ask.description
+    assert retrieve.description.startswith("Rank the passages")
+    assert ask.annotations.read_only_hint and not tools["add_document"].annotations.read_only_hint

@@ -33,7 +33,7 @@ from hyperfolio.store.base import (
     STAGE_READY,
     scoped_key,
 )
-from hyperfolio.store.concept_tables import concept_id
+from hyperfolio.store.sql.layers import concept_id
 from hyperfolio.store.sqlite import SQLiteStore
 
 BACKENDS = ["sqlite", "postgres"]
@@ -944,9 +944,9 @@ def test_postgres_approximate_search_above_the_exact_limit(pg, monkeypatch):
     """A space larger than EXACT_SEARCH_MAX gets an HNSW index; scoped and ready filters still fill k."""
     from psycopg import sql
 
-    from hyperfolio.store import postgres
+    from hyperfolio.store import postgres_vectors
 
-    monkeypatch.setattr(postgres, "EXACT_SEARCH_MAX", 300)
+    monkeypatch.setattr(postgres_vectors, "EXACT_SEARCH_MAX", 300)
     pg.write_document(document("big", [[chunk("big", 1, 0, "text", "x")]]))
     pg.write_document(document("small", [[chunk("small", 1, 0, "text", "y")]]))
     pg.write_document(document("late", [[chunk("late", 1, 0, "text", "z")]]))
@@ -979,9 +979,9 @@ def test_postgres_approximate_search_above_the_exact_limit(pg, monkeypatch):
 
 
 def test_postgres_bulk_load_builds_the_index_once_at_the_end(pg, monkeypatch):
-    from hyperfolio.store import postgres
+    from hyperfolio.store import postgres_vectors
 
-    monkeypatch.setattr(postgres, "EXACT_SEARCH_MAX", 100)
+    monkeypatch.setattr(postgres_vectors, "EXACT_SEARCH_MAX", 100)
     pg.write_document(document("big", [[chunk("big", 1, 0, "text", "x")]]))
     pg.set_stage("big", STAGE_READY)
     data = vectors_for(["x"] * 300, dim=16, seed=3)

@@ -27,8 +27,8 @@ from hyperfolio import Collection
 from hyperfolio.cli import app
 from hyperfolio.hypergraph.layers import THEME
 from hyperfolio.sample import SAMPLE_QUESTION, write_sample_report
-from hyperfolio.store.common_sql import pg
 from hyperfolio.store.integrity import MIN_MEMBERS, IntegrityReport, Unfinished
+from hyperfolio.store.sql.dialect import postgres_sql as pg
 from hyperfolio.store.sqlite import DB_NAME
 
 BACKENDS = ["sqlite", "postgres"]

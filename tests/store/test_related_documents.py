@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hyperfolio import Collection
-from hyperfolio.store.concept_tables import concept_id
+from hyperfolio.store.sql.layers import concept_id
 
 BACKENDS = ["sqlite", "postgres"]
 

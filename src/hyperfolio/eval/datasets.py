@@ -238,6 +238,67 @@ def _qasper_answer_strings(answer: dict[str, Any]) -> tuple[list[str], list[str]
     return ([free] if free else []), []
 
 
+@dataclass
+class _QasperGold:
+    """What a question's answerable, evidence-backed annotations say, gathered over annotators."""
+
+    answers: list[str] = field(default_factory=list)
+    spans: list[str] = field(default_factory=list)  # extractive spans, worth searching for in retrieved text
+    groups: list[list[str]] = field(default_factory=list)  # evidence paragraphs per annotator
+    sources: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # answer types
+
+    def add(self, answer: dict[str, Any]) -> None:
+        """One annotator's answer, when it is answerable and backed by evidence."""
+        if answer.get("unanswerable"):
+            return
+        evidence = [e.strip() for e in answer.get("evidence") or [] if e and e.strip()]
+        if not evidence:
+            return
+        group = []
+        for item in evidence:
+            if item.startswith(FLOAT_PREFIX):
+                group.append(_one_line(item[len(FLOAT_PREFIX) :]))
+                self.sources.append("Table/Figure")
+            else:
+                group.append(item)
+                self.sources.append("Pure-text")
+        self.groups.append(list(dict.fromkeys(group)))
+        accepted, searchable = _qasper_answer_strings(answer)
+        self.answers += accepted
+        self.spans += searchable
+        self.kinds.append(str(answer.get("type", "")))
+
+    def question(self, row: dict[str, Any], paper_id: str, index: int) -> EvalQuestion:
+        return EvalQuestion(
+            qid=str(row.get("question_id") or f"{paper_id}-{index}"),
+            doc_ref=f"{paper_id}.md",
+            question=str(row["question"]),
+            answers=list(dict.fromkeys(a for a in self.answers if a)),
+            evidence_sources=list(dict.fromkeys(self.sources)),
+            evidence_paragraphs=list(dict.fromkeys(p for g in self.groups for p in g)),
+            meta={
+                "evidence_groups": self.groups,
+                "recall_answers": list(dict.fromkeys(self.spans)),
+                "answer_types": self.kinds,
+                "paper_id": paper_id,
+            },
+        )
+
+
+def _write_papers(out: Path, papers: dict[str, Any], used: set[str]) -> list[Path]:
+    """The used papers as Markdown files in `out`, rewritten only on change: identical bytes let the
+    collection skip re-indexing."""
+    documents = []
+    for paper_id in sorted(used):
+        path = out / f"{paper_id}.md"
+        text = qasper_markdown(papers[paper_id])
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        documents.append(path)
+    return documents
+
+
 def load_qasper(cache_dir: str | Path, root: str | Path | None = None) -> EvalDataset:
     """Qasper: papers rebuilt as Markdown into `cache_dir`, gold = evidence paragraphs.
 
@@ -258,64 +319,19 @@ def load_qasper(cache_dir: str | Path, root: str | Path | None = None) -> EvalDa
         if paper_id not in papers:
             _bump(skipped, "paper missing from papers.json")
             continue
-        answers: list[str] = []
-        spans: list[str] = []
-        groups: list[list[str]] = []
-        sources: list[str] = []
-        kinds: list[str] = []
+        gold = _QasperGold()
         for answer in row.get("answers") or []:
-            if answer.get("unanswerable"):
-                continue
-            evidence = [e.strip() for e in answer.get("evidence") or [] if e and e.strip()]
-            if not evidence:
-                continue
-            group = []
-            for item in evidence:
-                if item.startswith(FLOAT_PREFIX):
-                    group.append(_one_line(item[len(FLOAT_PREFIX) :]))
-                    sources.append("Table/Figure")
-                else:
-                    group.append(item)
-                    sources.append("Pure-text")
-            groups.append(list(dict.fromkeys(group)))
-            accepted, searchable = _qasper_answer_strings(answer)
-            answers += accepted
-            spans += searchable
-            kinds.append(str(answer.get("type", "")))
-        if not groups:
+            gold.add(answer)
+        if not gold.groups:
             any_answerable = any(not a.get("unanswerable") for a in row.get("answers") or [])
             _bump(skipped, "no evidence" if any_answerable else "not answerable")
             continue
         used.add(paper_id)
-        union = list(dict.fromkeys(p for g in groups for p in g))
-        questions.append(
-            EvalQuestion(
-                qid=str(row.get("question_id") or f"{paper_id}-{len(questions)}"),
-                doc_ref=f"{paper_id}.md",
-                question=str(row["question"]),
-                answers=list(dict.fromkeys(a for a in answers if a)),
-                evidence_sources=list(dict.fromkeys(sources)),
-                evidence_paragraphs=union,
-                meta={
-                    "evidence_groups": groups,
-                    "recall_answers": list(dict.fromkeys(spans)),
-                    "answer_types": kinds,
-                    "paper_id": paper_id,
-                },
-            )
-        )
-    documents = []
-    for paper_id in sorted(used):
-        path = out / f"{paper_id}.md"
-        text = qasper_markdown(papers[paper_id])
-        # Rewrite only on change: identical bytes let the collection skip re-indexing.
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-        documents.append(path)
+        questions.append(gold.question(row, paper_id, len(questions)))
     return EvalDataset(
         name="qasper",
         questions=questions,
-        documents=documents,
+        documents=_write_papers(out, papers, used),
         evidence="paragraphs",
         skipped=skipped,
         meta={"root": str(folder), "cache": str(out)},

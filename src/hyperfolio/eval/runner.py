@@ -214,6 +214,80 @@ def _ablation_settings(settings: Settings, strategy: str) -> Settings:
     return replace(settings, build=replace(settings.build, **ABLATIONS[strategy].build))
 
 
+@dataclass(frozen=True)
+class _Scoring:
+    """How every answer of a run is scored: against which gold, at which cut-offs, with its answer or not."""
+
+    evidence: str  # "pages" or "paragraphs"
+    k_values: list[int]
+    answers: bool
+
+    def record(
+        self,
+        collection: Collection,
+        question: EvalQuestion,
+        strategy: str,
+        seconds: float,
+        evidence: EvidencePackage,
+        doc_id: str,
+        keep: int | None = None,
+    ) -> QueryRecord:
+        """One strategy's evidence for one question, scored; `keep`: how many retrieved items it lists."""
+        recall, answer_recall = score_package(question, evidence, self.evidence, self.k_values, doc_id)
+        record = QueryRecord(
+            qid=question.qid,
+            strategy=strategy,
+            seconds=seconds,
+            recall=recall,
+            answer_recall=answer_recall,
+            retrieved=[(item.chunk.page, item.chunk.chunk_id) for item in evidence.items[:keep]],
+        )
+        if self.answers:
+            score_answer(collection, question, evidence, max(self.k_values), record)
+        return record
+
+
+def _build_variants(
+    collection: Collection, directory: Path, settings: Settings, strategies: Sequence[str]
+) -> dict[str, Collection]:
+    """A copy of the collection per ablation of the build, its graph rebuilt without the ablated step."""
+    return {
+        s: collection.variant(directory.with_name(f"{directory.name}-{s}"), _ablation_settings(settings, s))
+        for s in strategies
+        if s in ABLATIONS and ABLATIONS[s].build
+    }
+
+
+def _indexed(questions: list[EvalQuestion], doc_ids: dict[str, str], skipped: dict[str, int]) -> list[EvalQuestion]:
+    """The questions whose document is indexed; the others counted as skipped."""
+    runnable = [q for q in questions if q.doc_ref in doc_ids]
+    if len(runnable) < len(questions):
+        skipped["document failed to index"] = len(questions) - len(runnable)
+    return runnable
+
+
+def _warm_up(collection: Collection, strategies: Sequence[str], answers: bool, progress: EvalProgress) -> None:
+    """Build the hypergraph the strategies need and load the models, so neither counts as query latency."""
+    if any(_mode(s) in GRAPH_MODES or s in AUTO_VARIANTS for s in strategies):
+        collection.build_graph(progress=progress)  # documents indexed before the hypergraph existed
+        collection.graph_embedder.embed(["warm-up"])
+    if any(_mode(s) in ("dense", "hybrid", *GRAPH_MODES, *AUTO_VARIANTS) for s in strategies) or answers:
+        collection.embedder.embed(["warm-up"])  # model load must not count as query latency
+
+
+def _summaries(
+    records: list[QueryRecord], questions: list[EvalQuestion], strategies: Sequence[str], k_values: list[int]
+) -> tuple[dict[str, Summary], dict[str, dict[str, Summary]]]:
+    """Each strategy's summary over all questions, and per evidence source."""
+    overall = {s: summarise([r for r in records if r.strategy == s], k_values) for s in strategies}
+    by_qid = {q.qid: q for q in questions}
+    by_source: dict[str, dict[str, Summary]] = {}
+    for source in iter_sources(questions):
+        chosen = [r for r in records if source in by_qid[r.qid].evidence_sources]
+        by_source[source] = {s: summarise([r for r in chosen if r.strategy == s], k_values) for s in strategies}
+    return overall, by_source
+
+
 def run_eval(
     dataset: EvalDataset,
     strategies: Sequence[str],
@@ -235,9 +309,7 @@ def run_eval(
     """
     progress = progress or EvalProgress()
     started_at, started = time.time(), time.perf_counter()
-    k_values = sorted(set(int(k) for k in k_values))
-    # Page recall reads the first k distinct pages of a ranking: fetch enough chunks to have them.
-    depth = max(k_values) * (PAGE_DEPTH_FACTOR if dataset.evidence == "pages" else 1)
+    scoring = _Scoring(dataset.evidence, sorted(set(int(k) for k in k_values)), answers)
     questions = list(dataset.questions[:limit] if limit else dataset.questions)
     wanted = {q.doc_ref for q in questions}
     files = [p for p in dataset.documents if p.name in wanted]
@@ -247,64 +319,40 @@ def run_eval(
     name = embedder if isinstance(embedder, str) or embedder is None else embedder.name
     instance = None if isinstance(embedder, str) or embedder is None else embedder
     settings = Settings.load(directory / "settings.toml", embedder=name)
-    records: list[QueryRecord] = []
     with Collection(directory, settings=settings, embedder=instance) as collection:
         _check_embedder(collection, name)
         doc_ids, index = index_documents(collection, files, progress)
-        runnable = [q for q in questions if q.doc_ref in doc_ids]
-        if len(runnable) < len(questions):
-            skipped["document failed to index"] = len(questions) - len(runnable)
-        questions = runnable
-        if any(_mode(s) in GRAPH_MODES or s in AUTO_VARIANTS for s in strategies):
-            collection.build_graph(progress=progress)  # documents indexed before the hypergraph existed
-            collection.graph_embedder.embed(["warm-up"])
-        if any(_mode(s) in ("dense", "hybrid", *GRAPH_MODES, *AUTO_VARIANTS) for s in strategies) or answers:
-            collection.embedder.embed(["warm-up"])  # model load must not count as query latency
-        variants = {
-            s: collection.variant(directory.with_name(f"{directory.name}-{s}"), _ablation_settings(settings, s))
-            for s in strategies
-            if s in ABLATIONS and ABLATIONS[s].build
-        }
+        questions = _indexed(questions, doc_ids, skipped)
+        _warm_up(collection, strategies, answers, progress)
+        variants = _build_variants(collection, directory, settings, strategies)
         held_out = [s for s in strategies if s in AUTO_VARIANTS and folds > 0]
-        direct = [s for s in strategies if s not in held_out]
         progress.querying(len(questions) * len(strategies))
-        for question in questions:
-            for strategy in direct:
-                records.append(
-                    _run_one(
-                        variants.get(strategy, collection),
-                        question,
-                        strategy,
-                        doc_ids[question.doc_ref],
-                        dataset.evidence,
-                        k_values,
-                        depth,
-                        answers,
-                        PAPER_PRESETS.get(dataset.name, {}),
-                    )
-                )
-                progress.query_finished(strategy)
+        records = _direct_records(
+            collection,
+            variants,
+            dataset.name,
+            questions,
+            [s for s in strategies if s not in held_out],
+            doc_ids,
+            scoring,
+            progress,
+        )
         fold_figures: dict[str, list[dict[str, Any]]] = {}
         if held_out:
             auto_records, fold_figures = _held_out_records(
-                collection, questions, doc_ids, dataset.evidence, k_values, held_out, folds, progress, answers
+                collection, questions, doc_ids, scoring, held_out, folds, progress
             )
             records.extend(auto_records)
         embedder_name = collection.embedder_name
         for variant in variants.values():
             variant.close()
 
-    overall = {s: summarise([r for r in records if r.strategy == s], k_values) for s in strategies}
-    by_qid = {q.qid: q for q in questions}
-    by_source: dict[str, dict[str, Summary]] = {}
-    for source in iter_sources(questions):
-        chosen = [r for r in records if source in by_qid[r.qid].evidence_sources]
-        by_source[source] = {s: summarise([r for r in chosen if r.strategy == s], k_values) for s in strategies}
+    overall, by_source = _summaries(records, questions, strategies, scoring.k_values)
     return EvalResult(
         dataset=dataset.name,
         evidence=dataset.evidence,
         strategies=list(strategies),
-        k_values=k_values,
+        k_values=scoring.k_values,
         embedder=embedder_name,
         collection=str(directory),
         questions=questions,
@@ -320,23 +368,44 @@ def run_eval(
     )
 
 
+def _direct_records(
+    collection: Collection,
+    variants: dict[str, Collection],
+    dataset: str,
+    questions: Sequence[EvalQuestion],
+    strategies: Sequence[str],
+    doc_ids: dict[str, str],
+    scoring: _Scoring,
+    progress: EvalProgress,
+) -> list[QueryRecord]:
+    """Every question asked of every strategy run as it is (ablations of the build on their own copy)."""
+    # Page recall reads the first k distinct pages of a ranking: fetch enough chunks to have them.
+    depth = max(scoring.k_values) * (PAGE_DEPTH_FACTOR if scoring.evidence == "pages" else 1)
+    preset = PAPER_PRESETS.get(dataset, {})
+    records: list[QueryRecord] = []
+    for question in questions:
+        for strategy in strategies:
+            target = variants.get(strategy, collection)
+            records.append(_run_one(target, question, strategy, doc_ids[question.doc_ref], scoring, depth, preset))
+            progress.query_finished(strategy)
+    return records
+
+
 def _held_out_records(
     collection: Collection,
     questions: Sequence[EvalQuestion],
     doc_ids: dict[str, str],
-    evidence_kind: str,
-    k_values: Sequence[int],
+    scoring: _Scoring,
     variants: Sequence[str],
     folds: int,
     progress: EvalProgress,
-    answers: bool = False,
 ) -> tuple[list[QueryRecord], dict[str, list[dict[str, Any]]]]:
     """`auto` and its ablations, each question ranked by a ranker fitted without its document."""
 
     def gather(question: EvalQuestion, exclude: tuple[str, ...]):
         return collection.candidates(question.question, doc=doc_ids[question.doc_ref], exclude=exclude)
 
-    rows = collect(questions, gather, evidence_kind, variants)
+    rows = collect(questions, gather, scoring.evidence, variants)
     records: list[QueryRecord] = []
     figures: dict[str, list[dict[str, Any]]] = {}
     for variant in variants:
@@ -345,23 +414,13 @@ def _held_out_records(
             doc_id = doc_ids[r.question.doc_ref]
             order = held.ranking[r.question.qid]
             evidence = candidate_package(r.question.question, variant, r.candidates, order, {})
-            recall, answer_recall = score_package(r.question, evidence, evidence_kind, k_values, doc_id)
-            record = QueryRecord(
-                qid=r.question.qid,
-                strategy=variant,
-                seconds=r.seconds,
-                recall=recall,
-                answer_recall=answer_recall,
-                retrieved=[(i.chunk.page, i.chunk.chunk_id) for i in evidence.items[: max(k_values)]],
-            )
-            if answers:
-                score_answer(collection, r.question, evidence, max(k_values), record)
-            records.append(record)
+            keep = max(scoring.k_values)
+            records.append(scoring.record(collection, r.question, variant, r.seconds, evidence, doc_id, keep))
             progress.query_finished(variant)
         by_fold: list[dict[str, Any]] = []
         for fold in sorted(set(held.fold.values())):
             mine = [rec for rec in records if rec.strategy == variant and held.fold[rec.qid] == fold]
-            summary = summarise(mine, k_values)
+            summary = summarise(mine, scoring.k_values)
             by_fold.append({"fold": fold, "questions": summary.n, "recall": summary.recall})
         figures[variant] = by_fold
     return records, figures
@@ -372,29 +431,15 @@ def _run_one(
     question: EvalQuestion,
     strategy: str,
     doc_id: str,
-    evidence_kind: str,
-    k_values: Sequence[int],
+    scoring: _Scoring,
     depth: int,
-    answers: bool,
     preset: dict[str, object] | None = None,
 ) -> QueryRecord:
     began = time.perf_counter()
     knobs = dict(preset or {}) if _mode(strategy) == "concept" else {}
     knobs.update(ABLATIONS[strategy].retrieve if strategy in ABLATIONS else {})
     evidence = collection.retrieve(question.question, mode=_mode(strategy), k=depth, doc=doc_id, options=knobs or None)
-    seconds = time.perf_counter() - began
-    recall, answer_recall = score_package(question, evidence, evidence_kind, k_values, doc_id)
-    record = QueryRecord(
-        qid=question.qid,
-        strategy=strategy,
-        seconds=seconds,
-        recall=recall,
-        answer_recall=answer_recall,
-        retrieved=[(item.chunk.page, item.chunk.chunk_id) for item in evidence.items],
-    )
-    if answers:
-        score_answer(collection, question, evidence, max(k_values), record)
-    return record
+    return scoring.record(collection, question, strategy, time.perf_counter() - began, evidence, doc_id)
 
 
 def score_answer(

@@ -26,11 +26,12 @@ from hyperfolio.hypergraph.extract_model import LLMExtractor, PageExtraction
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.layers_model import LLMThemer, ThemeReply
 from hyperfolio.hypergraph.merge import MergedGraph, merge
-from hyperfolio.hypergraph.reconcile import OfflineDetector, detection_batches
+from hyperfolio.hypergraph.reconcile import detection_batches
 from hyperfolio.hypergraph.reconcile_model import DetectReply, LLMDetector, LLMResolver, ResolveReply
+from hyperfolio.hypergraph.reconcile_offline import OfflineDetector
 from hyperfolio.hypergraph.refine import NOT_ANCHORS, select_anchors
-from hyperfolio.hypergraph.summarise import STAGE as SUMMARY_STAGE
-from hyperfolio.hypergraph.summarise import DescriptionSummariser, Summary
+from hyperfolio.hypergraph.summarise_model import STAGE as SUMMARY_STAGE
+from hyperfolio.hypergraph.summarise_model import DescriptionSummariser, Summary
 from hyperfolio.llm.budget import call_budget, schema_overhead
 from hyperfolio.llm.server_profile import ServerProfile
 from hyperfolio.llm.usage import StageUsage, estimate_tokens

@@ -18,9 +18,10 @@ import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, Field
 
 from hyperfolio.hypergraph.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
@@ -31,7 +32,7 @@ from hyperfolio.llm.budget import call_budget, schema_overhead, tokens_of
 from hyperfolio.llm.errors import ModelCallError, ModelContextError, ModelUnavailableError
 from hyperfolio.llm.fence import EVIDENCE_RULE, PICTURE_RULE, SIZING, Fence, with_evidence_rule
 from hyperfolio.llm.protocols import StructuredChatModel, VisionModel
-from hyperfolio.llm.replies import LenientReply, numbers, unit_strength
+from hyperfolio.llm.replies import LenientReply, Numbers, Strength
 from hyperfolio.llm.server_profile import ServerProfile
 from hyperfolio.model import Chunk
 from hyperfolio.phrases import clip, normalize_name, one_line
@@ -50,24 +51,17 @@ def _modality(value: Any) -> str:
     return "table" if word == "table" else "text"
 
 
+Modality = Annotated[str, BeforeValidator(_modality)]
+
+
 class EntityReply(BaseModel):
     name: str
     type: str = "concept"
     description: str = ""
     aliases: list[str] = Field(default_factory=list)
-    modality: str = Field("text", description="text, table or visual")
-    chunk_refs: list[int] = Field(default_factory=list, description="numbers of the chunks that mention it")
+    modality: Modality = Field("text", description="text, table or visual")
+    chunk_refs: Numbers = Field(default_factory=list, description="numbers of the chunks that mention it")
     concept: str = Field("", description="the general category it is an instance of, e.g. Company, Metric, Year")
-
-    @field_validator("modality", mode="before")
-    @classmethod
-    def _known_modality(cls, value: Any) -> str:
-        return _modality(value)
-
-    @field_validator("chunk_refs", mode="before")
-    @classmethod
-    def _numbers(cls, value: Any) -> list[int]:
-        return numbers(value)
 
 
 class PairReply(BaseModel):
@@ -75,42 +69,22 @@ class PairReply(BaseModel):
     target: str
     description: str = ""
     keywords: list[str] = Field(default_factory=list)
-    strength: float = 1.0
-    chunk_refs: list[int] = Field(default_factory=list)
-
-    @field_validator("strength", mode="before")
-    @classmethod
-    def _unitunit_strength(cls, value: Any) -> float:
-        return unit_strength(value)
-
-    @field_validator("chunk_refs", mode="before")
-    @classmethod
-    def _numbers(cls, value: Any) -> list[int]:
-        return numbers(value)
+    strength: Strength = 1.0
+    chunk_refs: Numbers = Field(default_factory=list)
 
 
 class GroupReply(BaseModel):
     members: list[str] = Field(description="three or more entity names")
     description: str = ""
     keywords: list[str] = Field(default_factory=list)
-    chunk_refs: list[int] = Field(default_factory=list)
-
-    @field_validator("chunk_refs", mode="before")
-    @classmethod
-    def _numbers(cls, value: Any) -> list[int]:
-        return numbers(value)
+    chunk_refs: Numbers = Field(default_factory=list)
 
 
 class FactReply(BaseModel):
     head: str
     relation: str = Field(description="a short snake_case label, e.g. capacity_in_teu, part_of")
     tail: str
-    chunk_refs: list[int] = Field(default_factory=list)
-
-    @field_validator("chunk_refs", mode="before")
-    @classmethod
-    def _numbers(cls, value: Any) -> list[int]:
-        return numbers(value)
+    chunk_refs: Numbers = Field(default_factory=list)
 
 
 class PageExtraction(LenientReply):
@@ -359,102 +333,22 @@ class LLMExtractor:
 
     # ------------------------------------------------------------------ the reply, checked against the page
     def to_graph(self, unit: PageUnit, chunks: list[Chunk], reply: PageExtraction) -> PageGraph:
-        graph = PageGraph(unit.doc_id, unit.page)
-        ids = [c.chunk_id for c in chunks]
-        page = PageText("\n".join(self._visible_text(c) for c in chunks))
-        chunk_texts: dict[str, PageText] = {}  # read when a member missing from the entity list needs them
-
-        def chunk_ids(refs: list[int]) -> list[str]:
-            return list(dict.fromkeys(ids[r - 1] for r in refs if 1 <= r <= len(ids)))
-
-        by_key: dict[str, ExtractedEntity] = {}
+        reading = _PageReading(unit, chunks, self._visible_text)
         for item in reply.entities:
-            name = one_line(item.name)
-            key = normalize_name(name)
-            if not key:
-                continue
-            if not page.supports(name):
-                with self._lock:
-                    self.invented += 1  # a name the page does not support (e.g. a schema echoed back)
-                continue
-            cited = chunk_ids(item.chunk_refs) or list(ids)
-            found = by_key.get(key)
-            if found is None:
-                found = ExtractedEntity(
-                    name, one_line(item.type).lower() or "concept", item.modality, one_line(item.description)
-                )
-                found.concept = concept_name(one_line(item.concept)) if item.concept.strip() else ""
-                by_key[key] = found
-                graph.entities.append(found)
-            found.chunks.extend(c for c in cited if c not in found.chunks)
-            for alias in item.aliases:
-                alias = one_line(alias)
-                if alias and alias != found.name and alias not in found.aliases:
-                    found.aliases.append(alias)
-        alias_key = {normalize_name(a): k for k, e in by_key.items() for a in e.aliases if normalize_name(a)}
-
-        def member(name: str) -> ExtractedEntity | None:
-            name = one_line(name)
-            key = normalize_name(name)
-            if not key:
-                return None
-            found = by_key.get(key) or by_key.get(alias_key.get(key, ""))
-            if found is None and page.supports(name):
-                # Stated on the page (as "1,850" for "1,850 MW") but missing from the entity list: add it
-                # rather than lose the edge.
-                if not chunk_texts:
-                    chunk_texts.update((c.chunk_id, PageText(self._visible_text(c))) for c in chunks)
-                cited = [c for c, text in chunk_texts.items() if text.supports(name)] or list(ids)
-                found = ExtractedEntity(name, "concept", "text", "", [], cited, 0.5)
-                by_key[key] = found
-                graph.entities.append(found)
-            return found
-
-        def add_edge(names: list[str], description: str, keywords: list[str], strength: float, refs: list[int]):
-            members: list[ExtractedEntity] = []
-            for name in names:
-                found = member(name)
-                if found is not None and all(found is not m for m in members):
-                    members.append(found)
-            if len(members) < 2:
-                return
-            cited = chunk_ids(refs) or list(dict.fromkeys(c for m in members for c in m.chunks)) or list(ids)
-            graph.edges.append(
-                ExtractedEdge(
-                    LOW if len(members) == 2 else HIGH,
-                    [m.name for m in members],
-                    one_line(description) or " / ".join(m.name for m in members),
-                    [one_line(k) for k in keywords if k.strip()][:10],
-                    strength,
-                    cited,
-                )
-            )
-
+            reading.add_entity(item)
+        reading.index_aliases()
         for pair in reply.low_edges:
-            add_edge([pair.source, pair.target], pair.description, pair.keywords, pair.strength, pair.chunk_refs)
-        for group in reply.high_edges:
-            add_edge(group.members, group.description, group.keywords, 1.0, group.chunk_refs)
-        for fact in reply.facts:
-            head, tail, relation = member(fact.head), member(fact.tail), relation_key(fact.relation)
-            if head is None or tail is None or head is tail or not relation:
-                with self._lock:
-                    self.unmatched_facts += 1  # it names what the page does not state (or nothing)
-                continue
-            cited = chunk_ids(fact.chunk_refs) or [c for c in head.chunks if c in tail.chunks] or list(ids)
-            said = f"{head.name} {relation.replace('_', ' ')} {tail.name}"
-            graph.edges.append(
-                ExtractedEdge(
-                    FACT,
-                    [head.name, tail.name],
-                    said,
-                    [relation],
-                    1.0,
-                    cited,
-                    {head.name: "head", tail.name: "tail"},
-                    relation,
-                )
+            reading.add_edge(
+                [pair.source, pair.target], pair.description, pair.keywords, pair.strength, pair.chunk_refs
             )
-        return graph
+        for group in reply.high_edges:
+            reading.add_edge(group.members, group.description, group.keywords, 1.0, group.chunk_refs)
+        for fact in reply.facts:
+            reading.add_fact(fact)
+        with self._lock:
+            self.invented += reading.invented
+            self.unmatched_facts += reading.unmatched_facts
+        return reading.graph
 
     def _visible_text(self, chunk: Chunk) -> str:
         if chunk.modality == "image":
@@ -472,11 +366,28 @@ class LLMExtractor:
         for i, unit in enumerate(units):
             if not usable[i]:
                 graphs[i] = PageGraph(unit.doc_id, unit.page)
+        calls = self._ask_pages(units, usable)
+        for i, unit in enumerate(units):
+            if graphs[i] is None:
+                graphs[i] = self._page_graph(unit, i, calls)
+        failed = [i for i in range(len(units)) if graphs[i] is None]
+        if self.multimodal and any(c.modality == "table" and c.table for u in units for c in u.chunks):
+            self._add_table_graphs(units, graphs)
+        if failed:
+            # Offline statistics span the document, so the fallback sees every page, keeps the failed ones.
+            offline = self.offline.extract_document(units)
+            for i in failed:
+                graphs[i] = offline[i]
+        done = [g for g in graphs if g is not None]
+        self._name_concepts(units, done)
+        return done
+
+    def _ask_pages(self, units: list[PageUnit], usable: list[list[Chunk]]) -> _PageCalls:
+        """Every page's usable chunks, in calls that fit the server; the calls a smaller context than
+        assumed refused are planned again once, with the learned context."""
+        calls = _PageCalls()
         room, reply_tokens = self._room()
         jobs = [(i, part) for i, chunks in enumerate(usable) if chunks for part in self.plan(chunks, room)]
-        parts: dict[int, list[PageGraph]] = {}
-        failures: dict[int, str] = {}
-        quiet: set[int] = set()
         replanned = False
         finished = [0, len(jobs)]  # calls done, calls in this round
 
@@ -499,22 +410,10 @@ class LLMExtractor:
                     on_done=tick,
                 )
                 for (i, part), reply in zip(group, replies, strict=True):
-                    if isinstance(reply, PageExtraction):
-                        with self._lock:
-                            self.dropped_items += reply.dropped
-                        graph = self.to_graph(units[i], part, reply)
-                        if graph.entities:
-                            parts.setdefault(i, []).append(graph)
-                        else:  # valid JSON that names nothing on the page (a weak model echoing the schema)
-                            failures.setdefault(i, "the model's reply named nothing found on the page")
-                    elif isinstance(reply, ModelContextError) and not replanned:
+                    if isinstance(reply, ModelContextError) and not replanned:
                         retry.append((i, part))  # the server's context is smaller than assumed: split again
-                    elif isinstance(reply, ModelCallError):
-                        failures.setdefault(i, str(reply))
-                        if isinstance(reply, ModelUnavailableError):
-                            quiet.add(i)  # the breaker announced the stage offline once already
                     else:
-                        raise reply  # a bug, not a model failure
+                        self._take_reply(calls, units[i], i, part, reply)
             jobs = []
             if retry:
                 # The server's context (now learned) or its tokenizer took less than planned: plan
@@ -524,44 +423,177 @@ class LLMExtractor:
                 room = max(400, min(learned, room // 2))
                 jobs = [(i, piece) for i, part in retry for piece in self.plan(part, room)]
                 finished[:] = [0, len(jobs)]
-        for i, unit in enumerate(units):
-            if graphs[i] is not None:
-                continue
-            self.pages += 1
-            if i in failures:
-                say = log.debug if i in quiet else log.warning
-                say("extraction of %s page %d failed; extracting it offline: %s", unit.doc_id, unit.page, failures[i])
-                self.errors.append(f"{unit.doc_id} p.{unit.page}: {failures[i]}")
-                self.fallback_pages += 1
-                if self.ledger is not None:
-                    self.ledger.offline(unit.doc_id, self.stage, page_item(unit.page), failures[i])
-                continue
-            graphs[i] = _joined(unit, parts.get(i, []))
+        return calls
+
+    def _take_reply(
+        self, calls: _PageCalls, unit: PageUnit, i: int, part: list[Chunk], reply: PageExtraction | BaseException
+    ) -> None:
+        """File one call's outcome under its page: a graph of the part, or why the page falls back."""
+        if isinstance(reply, PageExtraction):
+            with self._lock:
+                self.dropped_items += reply.dropped
+            graph = self.to_graph(unit, part, reply)
+            if graph.entities:
+                calls.parts.setdefault(i, []).append(graph)
+            else:  # valid JSON that names nothing on the page (a weak model echoing the schema)
+                calls.failures.setdefault(i, "the model's reply named nothing found on the page")
+        elif isinstance(reply, ModelCallError):
+            calls.failures.setdefault(i, str(reply))
+            if isinstance(reply, ModelUnavailableError):
+                calls.quiet.add(i)  # the breaker announced the stage offline once already
+        else:
+            raise reply  # a bug, not a model failure
+
+    def _page_graph(self, unit: PageUnit, i: int, calls: _PageCalls) -> PageGraph | None:
+        """The page's graph from its calls, recorded in the ledger; None (logged) when it falls back offline."""
+        self.pages += 1
+        if i in calls.failures:
+            failure = calls.failures[i]
+            say = log.debug if i in calls.quiet else log.warning
+            say("extraction of %s page %d failed; extracting it offline: %s", unit.doc_id, unit.page, failure)
+            self.errors.append(f"{unit.doc_id} p.{unit.page}: {failure}")
+            self.fallback_pages += 1
             if self.ledger is not None:
-                self.ledger.model(unit.doc_id, self.stage, page_item(unit.page))
-        failed = [i for i in range(len(units)) if graphs[i] is None]
-        if self.multimodal and any(c.modality == "table" and c.table for u in units for c in u.chunks):
-            # Table cells, headers and row keys enter the graph as the offline path reads them, whatever
-            # the model wrote of them; merging later collapses what both name the same way.
-            for i, tables in enumerate(self.offline.table_graphs(units)):
-                built = graphs[i]
-                if built is not None and tables.entities:
-                    with self._lock:
-                        self.table_facts += sum(1 for e in tables.edges if e.level == FACT)
-                    graphs[i] = _joined(units[i], [built, tables])
-        if failed:
-            # Offline statistics span the document, so the fallback sees every page, keeps the failed ones.
-            offline = self.offline.extract_document(units)
-            for i in failed:
-                graphs[i] = offline[i]
-        done = [g for g in graphs if g is not None]
-        # An entity the model gave no concept gets one the offline way, from the whole document's text.
-        untyped = [e for g in done for e in g.entities if not e.concept]
+                self.ledger.offline(unit.doc_id, self.stage, page_item(unit.page), failure)
+            return None
+        graph = _joined(unit, calls.parts.get(i, []))
+        if self.ledger is not None:
+            self.ledger.model(unit.doc_id, self.stage, page_item(unit.page))
+        return graph
+
+    def _add_table_graphs(self, units: list[PageUnit], graphs: list[PageGraph | None]) -> None:
+        """Table cells, headers and row keys enter the graph as the offline path reads them, whatever
+        the model wrote of them; merging later collapses what both name the same way."""
+        for i, tables in enumerate(self.offline.table_graphs(units)):
+            built = graphs[i]
+            if built is not None and tables.entities:
+                with self._lock:
+                    self.table_facts += sum(1 for e in tables.edges if e.level == FACT)
+                graphs[i] = _joined(units[i], [built, tables])
+
+    def _name_concepts(self, units: list[PageUnit], graphs: list[PageGraph]) -> None:
+        """An entity the model gave no concept gets one the offline way, from the whole document's text."""
+        untyped = [e for g in graphs for e in g.entities if not e.concept]
         if untyped:
             namer = ConceptNamer([self._visible_text(c) for u in units for c in u.chunks])
             for entity in untyped:
                 entity.concept = namer.concept(entity.name, entity.type)
-        return done
+
+
+@dataclass
+class _PageCalls:
+    """What the model's calls gave, by page index: graphs of the parts, failures, failures already announced."""
+
+    parts: dict[int, list[PageGraph]] = field(default_factory=dict)
+    failures: dict[int, str] = field(default_factory=dict)
+    quiet: set[int] = field(default_factory=set)
+
+
+class _PageReading:
+    """One reply checked against its page: the entities the page supports (a name it does not is
+    counted as invented), and the edges and facts among them (one naming what the page does not state
+    is counted as unmatched)."""
+
+    def __init__(self, unit: PageUnit, chunks: list[Chunk], visible: Callable[[Chunk], str]) -> None:
+        self.graph = PageGraph(unit.doc_id, unit.page)
+        self.chunks = chunks
+        self.ids = [c.chunk_id for c in chunks]
+        self.visible = visible
+        self.page = PageText("\n".join(visible(c) for c in chunks))
+        self.chunk_texts: dict[str, PageText] = {}  # read when a member missing from the entity list needs them
+        self.by_key: dict[str, ExtractedEntity] = {}
+        self.alias_key: dict[str, str] = {}
+        self.invented = 0
+        self.unmatched_facts = 0
+
+    def chunk_ids(self, refs: list[int]) -> list[str]:
+        return list(dict.fromkeys(self.ids[r - 1] for r in refs if 1 <= r <= len(self.ids)))
+
+    def add_entity(self, item: EntityReply) -> None:
+        name = one_line(item.name)
+        key = normalize_name(name)
+        if not key:
+            return
+        if not self.page.supports(name):
+            self.invented += 1  # a name the page does not support (e.g. a schema echoed back)
+            return
+        cited = self.chunk_ids(item.chunk_refs) or list(self.ids)
+        found = self.by_key.get(key)
+        if found is None:
+            found = ExtractedEntity(
+                name, one_line(item.type).lower() or "concept", item.modality, one_line(item.description)
+            )
+            found.concept = concept_name(one_line(item.concept)) if item.concept.strip() else ""
+            self.by_key[key] = found
+            self.graph.entities.append(found)
+        found.chunks.extend(c for c in cited if c not in found.chunks)
+        for alias in item.aliases:
+            alias = one_line(alias)
+            if alias and alias != found.name and alias not in found.aliases:
+                found.aliases.append(alias)
+
+    def index_aliases(self) -> None:
+        """Aliases of the listed entities, once they are all in: members may be named by one."""
+        self.alias_key = {normalize_name(a): k for k, e in self.by_key.items() for a in e.aliases if normalize_name(a)}
+
+    def member(self, name: str) -> ExtractedEntity | None:
+        name = one_line(name)
+        key = normalize_name(name)
+        if not key:
+            return None
+        found = self.by_key.get(key) or self.by_key.get(self.alias_key.get(key, ""))
+        if found is None and self.page.supports(name):
+            # Stated on the page (as "1,850" for "1,850 MW") but missing from the entity list: add it
+            # rather than lose the edge.
+            if not self.chunk_texts:
+                self.chunk_texts.update((c.chunk_id, PageText(self.visible(c))) for c in self.chunks)
+            cited = [c for c, text in self.chunk_texts.items() if text.supports(name)] or list(self.ids)
+            found = ExtractedEntity(name, "concept", "text", "", [], cited, 0.5)
+            self.by_key[key] = found
+            self.graph.entities.append(found)
+        return found
+
+    def add_edge(
+        self, names: list[str], description: str, keywords: list[str], strength: float, refs: list[int]
+    ) -> None:
+        members: list[ExtractedEntity] = []
+        for name in names:
+            found = self.member(name)
+            if found is not None and all(found is not m for m in members):
+                members.append(found)
+        if len(members) < 2:
+            return
+        cited = self.chunk_ids(refs) or list(dict.fromkeys(c for m in members for c in m.chunks)) or list(self.ids)
+        self.graph.edges.append(
+            ExtractedEdge(
+                LOW if len(members) == 2 else HIGH,
+                [m.name for m in members],
+                one_line(description) or " / ".join(m.name for m in members),
+                [one_line(k) for k in keywords if k.strip()][:10],
+                strength,
+                cited,
+            )
+        )
+
+    def add_fact(self, fact: FactReply) -> None:
+        head, tail, relation = self.member(fact.head), self.member(fact.tail), relation_key(fact.relation)
+        if head is None or tail is None or head is tail or not relation:
+            self.unmatched_facts += 1  # it names what the page does not state (or nothing)
+            return
+        cited = self.chunk_ids(fact.chunk_refs) or [c for c in head.chunks if c in tail.chunks] or list(self.ids)
+        said = f"{head.name} {relation.replace('_', ' ')} {tail.name}"
+        self.graph.edges.append(
+            ExtractedEdge(
+                FACT,
+                [head.name, tail.name],
+                said,
+                [relation],
+                1.0,
+                cited,
+                {head.name: "head", tail.name: "tail"},
+                relation,
+            )
+        )
 
 
 def _joined(unit: PageUnit, graphs: list[PageGraph]) -> PageGraph:

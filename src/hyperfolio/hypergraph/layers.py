@@ -7,13 +7,12 @@ index): per chunk a theme hyperedge over its key entities, the top layer of top-
 Each entity belongs to one concept; a concept's evidence is the union of its entities' evidence
 (after reconciliation removed the links only dropped facts supported), and its edges are the
 schemas its resolved facts instantiate. Everything is kept per document so retrieval can be
-scoped, and recomputed only for the concepts a document touches.
+scoped, and recomputed only for the concepts a document touches. Themes come from a `Themer`:
+the offline one in `layers_offline`, the model one in `layers_model`.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -21,7 +20,6 @@ from typing import Protocol
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.hypergraph.merge import edge_id
 from hyperfolio.model import Chunk, Hyperedge
-from hyperfolio.phrases import content_words
 from hyperfolio.store.base import CONCEPT_SPACE, RELATION_SPACE, THEME_SPACE, GraphStore, Store, scoped_key
 
 MEMBERS_SHOWN = 8  # entity names embedded with a concept's name
@@ -88,51 +86,6 @@ class Themer(Protocol):
         self, chunks: list[Chunk], entities: dict[str, list[tuple[str, str]]], edges: dict[str, list[list[str]]]
     ) -> list[ChunkTheme]:
         """One theme per chunk. `entities`: chunk -> [(entity id, name)]; `edges`: chunk -> member id lists."""
-
-
-class OfflineThemer:
-    """Key entities by structural centrality in the chunk (how many of its hyperedges they join) and
-    keyword weight (their words' frequency in the chunk against the document); the theme is the
-    section path, the key entities and the chunk's most characteristic terms."""
-
-    name = "offline"
-
-    def __init__(self, key_entities: int = 5, terms: int = 6) -> None:
-        self.key_entities = key_entities
-        self.terms = terms
-
-    def themes(self, chunks, entities, edges) -> list[ChunkTheme]:
-        doc_terms: Counter = Counter()
-        chunk_terms: dict[str, Counter] = {}
-        for chunk in chunks:
-            words = Counter(content_words(chunk_text(chunk)))
-            chunk_terms[chunk.chunk_id] = words
-            doc_terms.update(set(words))
-        n = max(1, len(chunks))
-        out = []
-        for chunk in chunks:
-            words = chunk_terms[chunk.chunk_id]
-            weight = {w: c * math.log(1 + n / doc_terms[w]) for w, c in words.items()}
-            degree: Counter = Counter(m for members in edges.get(chunk.chunk_id, []) for m in set(members))
-            scored = []
-            for entity_id, name in entities.get(chunk.chunk_id, []):
-                terms = content_words(name)
-                keyword = sum(weight.get(t, 0.0) for t in terms) / max(1, len(terms))
-                scored.append((degree.get(entity_id, 0) + 0.3 * keyword, name, entity_id))
-            scored.sort(key=lambda s: (-s[0], s[1]))
-            key = [entity_id for _, _, entity_id in scored[: self.key_entities]]
-            names = [name for _, name, _ in scored[: self.key_entities]]
-            top_terms = [w for w, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[: self.terms]]
-            scope = " > ".join(p for p in chunk.section_path if p)
-            parts = [scope] if scope else []
-            if names:
-                parts.append(", ".join(names))
-            if top_terms:
-                parts.append("about " + ", ".join(top_terms))
-            if not parts:
-                continue
-            out.append(ChunkTheme(chunk.chunk_id, "; ".join(parts), key, top_terms))
-        return out
 
 
 def chunk_text(chunk: Chunk) -> str:

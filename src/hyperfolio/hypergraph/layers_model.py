@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hyperfolio.hypergraph.layers import ChunkTheme, OfflineThemer, chunk_text
+from hyperfolio.hypergraph.layers import ChunkTheme, chunk_text
+from hyperfolio.hypergraph.layers_offline import OfflineThemer
 from hyperfolio.hypergraph.ledger import BuildLedger
 from hyperfolio.llm.errors import ModelCallError, ModelUnavailableError
 from hyperfolio.llm.fence import PICTURE_RULE, Fence, with_evidence_rule

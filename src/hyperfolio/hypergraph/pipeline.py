@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -13,22 +14,22 @@ from hyperfolio.embed.protocols import Embedder
 from hyperfolio.hypergraph.extract import Extractor, PageUnit
 from hyperfolio.hypergraph.layers import (
     THEME,
-    OfflineThemer,
     Themer,
     build_theme_layer,
     prune_layer_vectors,
     update_concept_layer,
 )
+from hyperfolio.hypergraph.layers_offline import OfflineThemer
+from hyperfolio.hypergraph.ledger import BuildLedger
 from hyperfolio.hypergraph.merge import MergedGraph, merge
 from hyperfolio.hypergraph.reconcile import (
     ConflictDetector,
     ConflictResolver,
-    OfflineDetector,
-    OfflineResolver,
     ReconcileReport,
     apply_reconcile,
     reconcile,
 )
+from hyperfolio.hypergraph.reconcile_offline import OfflineDetector, OfflineResolver
 from hyperfolio.hypergraph.refine import Refiner, RefineReport, refine_anchors, refine_pages
 from hyperfolio.model import Entity, Hyperedge
 from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, GraphStore, Store, chunk_doc_page, scoped_key
@@ -92,22 +93,46 @@ def embed_graph_items(store: GraphStore, embedder: Embedder, doc_id: str, extra_
     store.put_vectors(HYPEREDGE_SPACE, items, np.vstack(rows))
 
 
+@dataclass
+class GraphParts:
+    """The components a document's graph is built with (offline or a model's: `components.py` chooses)."""
+
+    extractor: Extractor
+    refiner: Refiner
+    embedder: Embedder  # the graph embedder: entities, hyperedges, concepts, themes
+    summarise: Callable[[MergedGraph], int] | None = None
+    detector: ConflictDetector | None = None
+    resolver: ConflictResolver | None = None
+    themer: Themer | None = None
+
+
+@dataclass
+class BuildRun:
+    """How one build reports and resumes: `on_stage` hears each step's name, `times` gets the seconds each
+    step took, `on_written` joins the transaction that writes the graph, `resume` goes on after it."""
+
+    on_stage: Callable[[str], None] | None = None
+    times: StageTimes = field(default_factory=StageTimes)
+    on_written: Callable[[], None] | None = None
+    resume: bool = False
+
+
+@runtime_checkable
+class KeepsLedger(Protocol):
+    """A model's component that records which parts the model built and which fell back to offline."""
+
+    ledger: BuildLedger | None
+
+
+@runtime_checkable
+class CountsCalls(Protocol):
+    """A model's extractor that reports its calls as they finish: (calls done, calls in all)."""
+
+    on_progress: Callable[[int, int], None] | None
+
+
 def build_document_graph(
-    store: Store,
-    doc_id: str,
-    title: str,
-    extractor: Extractor,
-    refiner: Refiner,
-    embedder: Embedder,
-    options: BuildOptions,
-    on_stage: Callable[[str], None] | None = None,
-    summarise: Callable[[MergedGraph], int] | None = None,
-    detector: ConflictDetector | None = None,
-    resolver: ConflictResolver | None = None,
-    themer: Themer | None = None,
-    times: StageTimes | None = None,
-    on_written: Callable[[], None] | None = None,
-    resume: bool = False,
+    store: Store, doc_id: str, title: str, parts: GraphParts, options: BuildOptions, run: BuildRun | None = None
 ) -> GraphReport:
     """Extract, merge, reconcile and write the document's graph, then refine, embed and layer it.
 
@@ -115,18 +140,16 @@ def build_document_graph(
     decision log) is written in one transaction, which `on_written` joins (the caller records there
     how far the document got). Every later step reads what it works on from the store, so `resume` (the document was
     cut off after that transaction) goes on from there and ends as an uninterrupted build would.
-    `times` gets the seconds each step took.
     """
     started = time.perf_counter()
-    report = GraphReport(doc_id, resumed=resume)
-    note = on_stage or (lambda _stage: None)
-    times = times if times is not None else StageTimes()
-    if not resume:
-        _write_document_graph(
-            store, doc_id, title, extractor, options, note, summarise, detector, resolver, times, on_written, report
-        )
+    run = run or BuildRun()
+    report = GraphReport(doc_id, resumed=run.resume)
+    note = run.on_stage or (lambda _stage: None)
+    times, refiner, embedder = run.times, parts.refiner, parts.embedder
+    if not run.resume:
+        _write_document_graph(store, doc_id, title, parts, options, note, times, run.on_written, report)
     candidates = sorted(store.document_entities(doc_id))
-    if resume:
+    if run.resume:
         report.entities = len(candidates)
     refined_edges: list[str] = []
     if options.refine:
@@ -152,7 +175,7 @@ def build_document_graph(
     if options.themes:
         note("theme layer")
         with times.stage("themes"):
-            report.themes = build_theme_layer(store, embedder, doc_id, themer or OfflineThemer())
+            report.themes = build_theme_layer(store, embedder, doc_id, parts.themer or OfflineThemer())
     report.seconds = time.perf_counter() - started
     return report
 
@@ -172,12 +195,9 @@ def _write_document_graph(
     store: Store,
     doc_id: str,
     title: str,
-    extractor: Extractor,
+    parts: GraphParts,
     options: BuildOptions,
     note: Callable[[str], None],
-    summarise: Callable[[MergedGraph], int] | None,
-    detector: ConflictDetector | None,
-    resolver: ConflictResolver | None,
     times: StageTimes,
     on_written: Callable[[], None] | None,
     report: GraphReport,
@@ -188,6 +208,7 @@ def _write_document_graph(
         by_page.setdefault(chunk.page, []).append(chunk)
     units = [PageUnit(doc_id, title, page, chunks) for page, chunks in sorted(by_page.items())]
     note("extracting")
+    extractor = parts.extractor
     before = {name: getattr(extractor, attr, 0) for name, attr in EXTRACTION_COUNTS.items()}
     with times.stage("extraction"):
         graphs = extractor.extract_document(units)
@@ -195,16 +216,15 @@ def _write_document_graph(
         report.extraction = {name: getattr(extractor, attr) - before[name] for name, attr in EXTRACTION_COUNTS.items()}
     with times.stage("merge"):
         merged = merge(graphs, options.max_description_chars)
-    if summarise is not None:
+    if parts.summarise is not None:
         note("summarising descriptions")
         with times.stage("summaries"):
-            summarise(merged)
+            parts.summarise(merged)
     if options.reconcile:
         note("reconciling facts")
         with times.stage("reconcile"):
-            report.reconcile = reconcile(
-                store, merged, doc_id, detector or OfflineDetector(), resolver or OfflineResolver(), apply=False
-            )
+            detector, resolver = parts.detector or OfflineDetector(), parts.resolver or OfflineResolver()
+            report.reconcile = reconcile(store, merged, doc_id, detector, resolver, apply=False)
     entities = [
         (
             Entity(

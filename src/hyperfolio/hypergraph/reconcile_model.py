@@ -24,10 +24,9 @@ from hyperfolio.hypergraph.reconcile import (
     Detection,
     Fact,
     FactView,
-    OfflineDetector,
-    OfflineResolver,
     Resolution,
 )
+from hyperfolio.hypergraph.reconcile_offline import OfflineDetector, OfflineResolver
 from hyperfolio.llm.errors import ModelCallError
 from hyperfolio.llm.fence import Fence, with_evidence_rule
 from hyperfolio.llm.protocols import StructuredChatModel

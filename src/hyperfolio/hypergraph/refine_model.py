@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hyperfolio.hypergraph.extract import REFINE, ExtractedEdge
-from hyperfolio.hypergraph.refine import STAR_EDGES, OfflineRefiner, PageContext, StarEdge, spread_over_pages
+from hyperfolio.hypergraph.refine import STAR_EDGES, PageContext, StarEdge, spread_over_pages
+from hyperfolio.hypergraph.refine_offline import OfflineRefiner
 from hyperfolio.llm.errors import ModelCallError
 from hyperfolio.llm.fence import Fence, with_evidence_rule
 from hyperfolio.llm.protocols import StructuredChatModel

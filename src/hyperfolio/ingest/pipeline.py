@@ -14,8 +14,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -23,12 +23,19 @@ from hyperfolio.config import Settings
 from hyperfolio.embed.protocols import Embedder, LoadsModel
 from hyperfolio.errors import DuplicateDocument, HyperfolioError, ParseError, StoreError
 from hyperfolio.hypergraph.ledger import MODEL, OFFLINE, BuildLedger
-from hyperfolio.hypergraph.pipeline import GraphReport, build_document_graph
+from hyperfolio.hypergraph.pipeline import (
+    BuildRun,
+    CountsCalls,
+    GraphParts,
+    GraphReport,
+    KeepsLedger,
+    build_document_graph,
+)
 from hyperfolio.hypergraph.refine import refine_anchors
 from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS, TextOf, embed_chunks, embedding_text
 from hyperfolio.ingest.executors import Executor, default_workers, make_executor
 from hyperfolio.ingest.parse_ahead import FileJob, ParseAhead
-from hyperfolio.ingest.report import AddProgress, AddReport, AddResult, expand_paths
+from hyperfolio.ingest.report import AddProgress, AddReport, AddResult, Paths, expand_paths
 from hyperfolio.llm.progress import ModelProgress
 from hyperfolio.model import Document, DocumentInfo
 from hyperfolio.parse import quick_page_count
@@ -50,7 +57,7 @@ if TYPE_CHECKING:  # the language-model stages load only when a model is configu
     from hyperfolio.hypergraph.layers import Themer
     from hyperfolio.hypergraph.reconcile import ConflictDetector, ConflictResolver
     from hyperfolio.hypergraph.refine import Refiner
-    from hyperfolio.hypergraph.summarise import DescriptionSummariser
+    from hyperfolio.hypergraph.summarise_model import DescriptionSummariser
     from hyperfolio.llm.registry import ModelSet
 
 log = logging.getLogger(__name__)
@@ -89,6 +96,7 @@ class Opened(Protocol):
 OpenedT = TypeVar("OpenedT", bound=Opened)
 
 
+@dataclass
 class IngestPipeline:
     """Adds files to one store, one file at a time under `lock` (the collection's single writer), and
     rebuilds, replaces and removes what it indexed.
@@ -97,35 +105,24 @@ class IngestPipeline:
     are embedded (`ingest.embedding`); a collection passes its own, so a caller that tunes them there
     (smaller batches, to interrupt an `add` mid-document) tunes this pipeline."""
 
-    def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        folder: Path,
-        claims: Claims,
-        lock: threading.RLock,
-        parts: Components,
-        chunk_batch: int = EMBED_BATCH_CHUNKS,
-        text_of: TextOf = embedding_text,
-    ) -> None:
-        self.store = store
-        self.settings = settings
-        self.folder = folder
-        self.claims = claims
-        self.lock = lock
-        self.parts = parts
-        self.chunk_batch = chunk_batch
-        self.text_of = text_of
-        self.last_graph_report: GraphReport | None = None
+    store: Store
+    settings: Settings
+    folder: Path
+    claims: Claims
+    lock: threading.RLock
+    parts: Components
+    chunk_batch: int = EMBED_BATCH_CHUNKS
+    text_of: TextOf = embedding_text
+    last_graph_report: GraphReport | None = field(default=None, init=False)
 
     # ------------------------------------------------------------------ adding files
     def add(
         self,
-        paths: Iterable[str | Path] | str | Path,
-        progress: AddProgress | None = None,
-        workers: int | None = None,
-        ray: str | None = None,
-        password: Password | None = None,
+        paths: Paths,
+        progress: AddProgress | None,
+        workers: int | None,
+        ray: str | None,
+        password: Password | None,
     ) -> AddReport:
         """`Collection.add`: the files are parsed ahead on the executor, written here in the order given."""
         if isinstance(paths, (str, Path)):
@@ -348,9 +345,9 @@ class IngestPipeline:
         ledger = BuildLedger()
         extractor, themer = self.parts.extractor(), self.parts.themer()
         for part in (extractor, themer):
-            if hasattr(part, "ledger"):
+            if isinstance(part, KeepsLedger):
                 part.ledger = ledger
-        if hasattr(extractor, "on_progress"):
+        if isinstance(extractor, CountsCalls):
             meter = ModelProgress(self.parts.models().usage, lambda line: progress.graph_stage(line))
             extractor.on_progress = meter.calls
         doc_id = info.doc_id
@@ -360,23 +357,21 @@ class IngestPipeline:
             if checkpoint:
                 self.store.set_stage(doc_id, STAGE_GRAPH_WRITTEN)
 
-        report = build_document_graph(
-            self.store,
-            info.doc_id,
-            info.title,
+        parts = GraphParts(
             extractor,
             self.parts.refiner(),
             self.parts.graph_embedder(),
-            self.settings.build,
-            on_stage=lambda stage: progress.graph_stage(stage + self.parts.usage_note()),
-            summarise=self.parts.summariser(),
-            detector=detector,
-            resolver=resolver,
-            themer=themer,
-            times=times,
-            on_written=written,
-            resume=resume,
+            self.parts.summariser(),
+            detector,
+            resolver,
+            themer,
         )
+
+        def on_stage(stage: str) -> None:
+            progress.graph_stage(stage + self.parts.usage_note())
+
+        run = BuildRun(on_stage, times if times is not None else StageTimes(), written, resume)
+        report = build_document_graph(self.store, info.doc_id, info.title, parts, self.settings.build, run)
         # The record written with the graph, and what the later steps added (all a resumed build has).
         rows = {(stage, item): (stage, item, how, reason) for _, stage, item, how, reason in self.store.builds(doc_id)}
         rows.update({(o.stage, o.item): (o.stage, o.item, o.how, o.reason) for o in ledger.outcomes})

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hyperfolio.hypergraph.ledger import MODEL, OFFLINE
+from hyperfolio.hypergraph.pipeline import EXTRACTION_COUNTS
+from hyperfolio.llm.usage import StageUsage
 from hyperfolio.parse import SUPPORTED_SUFFIXES
+from hyperfolio.store.base import Store
+
+Paths = Iterable[str | Path] | str | Path  # files, folders or glob patterns, or one of them
 
 
 @dataclass
@@ -126,3 +132,16 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[AddResul
             problems.append(AddResult(text, "failed", reason="no such file or folder"))
     unique = list(dict.fromkeys(p.resolve() for p in files))
     return unique, problems
+
+
+def collection_stats(store: Store, configured_embedder: str, usage: dict[str, StageUsage]) -> dict[str, Any]:
+    """`Collection.stats`: the store's counts, a model's extraction counts shown apart from reconciliation's
+    (they are recorded with them, per document), the embedder, and model usage per stage."""
+    out = store.stats()
+    totals = out.get("reconciliation", {})
+    extraction = {name: totals.pop(name) for name in EXTRACTION_COUNTS if name in totals}
+    if extraction:
+        out["extraction"] = extraction
+    out["embedder"] = store.get_meta("embedder") or configured_embedder
+    out["model_usage"] = {stage: asdict(u) for stage, u in usage.items()}
+    return out

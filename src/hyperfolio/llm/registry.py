@@ -23,7 +23,9 @@ from hyperfolio.llm.usage import StageUsage, UsageMeter
 from hyperfolio.store import open_model_records
 
 if TYPE_CHECKING:  # the HTTP client stack loads only when a role has a model
-    from hyperfolio.llm.openai_compat import OpenAICompatClient, ServerLink, _LoopThread
+    from hyperfolio.llm.loop_thread import LoopThread
+    from hyperfolio.llm.openai_compat import OpenAICompatClient
+    from hyperfolio.llm.transport import ServerLink
 
 log = logging.getLogger(__name__)
 
@@ -123,15 +125,16 @@ class ModelSet:
         self._lock = threading.Lock()
         self._clients: dict[str, OpenAICompatClient | None] = {}
         self._links: dict[str, ServerLink] = {}
-        self._runner: _LoopThread | None = None
+        self._runner: LoopThread | None = None
 
     def _link(self, base_url: str, model: str) -> ServerLink:
         key = f"{base_url}|{model}"
         if key not in self._links:
-            from hyperfolio.llm.openai_compat import ServerLink, _LoopThread
+            from hyperfolio.llm.loop_thread import LoopThread
+            from hyperfolio.llm.transport import ServerLink
 
             if self._runner is None:
-                self._runner = _LoopThread("hyperfolio-llm")
+                self._runner = LoopThread("hyperfolio-llm")
             opts = self.options
             self._links[key] = ServerLink(
                 AdaptiveLimit(opts.concurrency),

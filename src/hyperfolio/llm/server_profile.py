@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyperfolio.store import ModelRecordStore, model_records_from
+from hyperfolio.llm.owned_records import RecordsUser
+from hyperfolio.store import ModelRecordStore
 
 PROFILE_MAX_AGE = 7 * 24 * 3600.0  # seconds before a server is probed again
 # The speed probe's prompt (about 120 tokens): long enough to time prompt reading, short to write.
@@ -156,17 +157,14 @@ def read_ollama_show(data: dict[str, Any], profile: ServerProfile) -> None:
     profile.kind = "ollama"
 
 
-class ProfileStore:
+class ProfileStore(RecordsUser):
     """Profiles kept in the collection's model records (or in memory without them); records opened
     from a location are closed with the store."""
 
     def __init__(self, records: ModelRecordStore | str | Path | None = None) -> None:
+        super().__init__(records)
         self._lock = threading.Lock()
         self._memory: dict[str, ServerProfile] = {}
-        self._records: ModelRecordStore | None = None
-        self._owned = False
-        if records is not None:
-            self._records, self._owned = model_records_from(records)
 
     def get(self, base_url: str, model: str, max_age: float = PROFILE_MAX_AGE) -> ServerProfile | None:
         key = f"{base_url}|{model}"
@@ -197,7 +195,3 @@ class ProfileStore:
             self._memory.clear()
         if self._records is not None:
             self._records.forget_profiles()
-
-    def close(self) -> None:
-        if self._records is not None and self._owned:
-            self._records.close()

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from hyperfolio.llm.owned_records import RecordsUser
 from hyperfolio.store import ModelRecordStore, model_records_from, store_exists
 from hyperfolio.store.model_records import USAGE_COLUMNS
 
@@ -75,17 +76,14 @@ def estimate_tokens(messages_or_text: str | Sequence[Mapping[str, Any]]) -> int:
     return -(-chars // CHARS_PER_TOKEN) + images * IMAGE_TOKENS
 
 
-class UsageMeter:
+class UsageMeter(RecordsUser):
     """Thread-safe per-stage counters; with a collection's model records, every record is also
     accumulated there (records opened from a location are closed with the meter)."""
 
     def __init__(self, records: ModelRecordStore | str | Path | None = None) -> None:
+        super().__init__(records)
         self._lock = threading.Lock()
         self._stages: dict[str, StageUsage] = {}
-        self._records: ModelRecordStore | None = None
-        self._owned = False
-        if records is not None:
-            self._records, self._owned = model_records_from(records)
 
     def record(
         self,
@@ -148,16 +146,6 @@ class UsageMeter:
             self._stages.clear()
         if self._records is not None:
             self._records.reset_usage()
-
-    def close(self) -> None:
-        if self._records is not None and self._owned:
-            self._records.close()
-
-    def __enter__(self) -> UsageMeter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _read(records: ModelRecordStore) -> dict[str, StageUsage]:

@@ -105,13 +105,16 @@ def check_pages(path: Path, pages: int, options: ParseOptions) -> None:
         )
 
 
+def _too_many_pixels(name: str, said: str, options: ParseOptions) -> ParseError:
+    """The refusal of an image of `said` ("6,000 x 4,000 pixels") past parse.max_image_pixels."""
+    return ParseError(
+        name, f"an image of {said}; the limit is {options.max_image_pixels:,} pixels (parse.max_image_pixels)"
+    )
+
+
 def check_pixels(name: str, width: int, height: int, options: ParseOptions) -> None:
     if width * height > options.max_image_pixels:
-        raise ParseError(
-            name,
-            f"an image of {width:,} x {height:,} pixels; the limit is {options.max_image_pixels:,} pixels "
-            "(parse.max_image_pixels)",
-        )
+        raise _too_many_pixels(name, f"{width:,} x {height:,} pixels", options)
 
 
 def check_archive(path: Path, data: bytes, options: ParseOptions) -> None:
@@ -143,9 +146,7 @@ def _check_image(path: Path, data: bytes, options: ParseOptions) -> None:
     except Image.DecompressionBombError as exc:  # Pillow's own guard (twice its warning size) came first
         pixels = _PILLOW_PIXELS.search(str(exc))
         said = f"{int(pixels.group(1)):,} pixels" if pixels else "more pixels than Pillow will open"
-        raise ParseError(
-            str(path), f"an image of {said}; the limit is {options.max_image_pixels:,} pixels (parse.max_image_pixels)"
-        ) from None
+        raise _too_many_pixels(str(path), said, options) from None
     except Exception:
         return  # not an image: the image parser says why
     with image:

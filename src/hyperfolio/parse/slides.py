@@ -25,17 +25,8 @@ from pptx.shapes.picture import Picture
 
 from hyperfolio.config import ParseOptions
 from hyperfolio.model import BBox, Page
+from hyperfolio.parse import office_common as office
 from hyperfolio.parse.chunking import Block, blocks_to_chunks
-from hyperfolio.parse.office_common import (
-    OCR_UNAVAILABLE,
-    check_package,
-    emu_to_points,
-    meaningful_title,
-    ocr_missing,
-    picture_block,
-    reading,
-    table_block,
-)
 from hyperfolio.parse.tree import clean_heading
 
 if TYPE_CHECKING:
@@ -54,8 +45,8 @@ _ROW_BAND = 18.0  # points: shapes whose tops differ by less read left to right
 
 def open_slides(path: Path, data: bytes) -> Presentation:
     """The opened deck, or a ParseError saying why it is not a readable .pptx."""
-    check_package(path, data, "PowerPoint")
-    with reading(path, "PowerPoint"):
+    office.check_package(path, data, "PowerPoint")
+    with office.reading(path, "PowerPoint"):
         return pptx.Presentation(io.BytesIO(data))
 
 
@@ -63,7 +54,7 @@ def check_slides(path: Path, data: bytes) -> int:
     """Validate an upload; its pages are its slides (listing them reads the deck's relationships, which
     can be damaged in a package that opened)."""
     deck = open_slides(path, data)
-    with reading(path, "PowerPoint"):
+    with office.reading(path, "PowerPoint"):
         return max(len(deck.slides), 1)
 
 
@@ -90,7 +81,7 @@ class _Frame:
             return None
         x0, y0 = self.sx * shape.left + self.dx, self.sy * shape.top + self.dy
         x1, y1 = x0 + self.sx * shape.width, y0 + self.sy * shape.height
-        return (emu_to_points(x0), emu_to_points(y0), emu_to_points(x1), emu_to_points(y1))
+        return (office.emu_to_points(x0), office.emu_to_points(y0), office.emu_to_points(x1), office.emu_to_points(y1))
 
     def inside(self, group: BaseShape) -> _Frame:
         """The frame of a group's children: the group stretches its child extent onto its own box."""
@@ -193,11 +184,11 @@ class _SlideReader:
         if isinstance(shape, GraphicFrame):
             if shape.has_table:
                 table = shape.table
-                return table_block(_table_rows(table), path, marked_header=bool(table.first_row), bbox=bbox)
+                return office.table_block(_table_rows(table), path, marked_header=bool(table.first_row), bbox=bbox)
             if shape.has_chart:
                 rows, title = _chart_rows(shape.chart)
                 caption = title or f"Chart on slide {number}"
-                block = table_block(rows, path, marked_header=True, caption=caption, bbox=bbox)
+                block = office.table_block(rows, path, marked_header=True, caption=caption, bbox=bbox)
                 if block is not None:
                     block.meta["chart"] = True
                 return block
@@ -209,7 +200,7 @@ class _SlideReader:
                 return None
             self.pictures += 1
             name = image.filename or shape.name or "picture"
-            return picture_block(image.blob, image.ext, self.options, path, name, bbox=bbox)
+            return office.picture_block(image.blob, image.ext, self.options, path, name, bbox=bbox)
         if shape.has_text_frame:
             if shape.is_placeholder and shape.placeholder_format.type in _FURNITURE:
                 return None
@@ -261,16 +252,16 @@ class _SlideReader:
 def parse_slides(path: Path, data: bytes, options: ParseOptions) -> tuple[list[Page], str | None, dict[str, Any]]:
     """One page per slide (hidden slides too, marked, so page numbers stay the deck's slide numbers)."""
     deck = open_slides(path, data)
-    with reading(path, "PowerPoint", "cannot read the"):
-        width = emu_to_points(deck.slide_width) or 720.0  # the 10 x 7.5 inch default when unset
-        height = emu_to_points(deck.slide_height) or 540.0
+    with office.reading(path, "PowerPoint", "cannot read the"):
+        width = office.emu_to_points(deck.slide_width) or 720.0  # the 10 x 7.5 inch default when unset
+        height = office.emu_to_points(deck.slide_height) or 540.0
         reader = _SlideReader(options)
         pages = [reader.slide_page(n, slide, width, height) for n, slide in enumerate(deck.slides, 1)]
         first = next((t for slide in deck.slides if (t := _slide_title(slide))), None)
-        title = meaningful_title(deck.core_properties.title) or first
+        title = office.meaningful_title(deck.core_properties.title) or first
     meta: dict[str, Any] = {"slides": len(pages), "pictures": reader.pictures}
-    if ocr_missing(options, reader.pictures):
-        log.warning("%s: %s", path, OCR_UNAVAILABLE)
+    if office.ocr_missing(options, reader.pictures):
+        log.warning("%s: %s", path, office.OCR_UNAVAILABLE)
         meta["ocr"] = "unavailable"
-        meta["warnings"] = [OCR_UNAVAILABLE]
+        meta["warnings"] = [office.OCR_UNAVAILABLE]
     return pages, title, meta

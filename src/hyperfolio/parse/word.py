@@ -23,16 +23,8 @@ from docx.text.paragraph import Paragraph
 
 from hyperfolio.config import ParseOptions
 from hyperfolio.model import Page
+from hyperfolio.parse import office_common as office
 from hyperfolio.parse.chunking import Block, paginate
-from hyperfolio.parse.office_common import (
-    OCR_UNAVAILABLE,
-    check_package,
-    meaningful_title,
-    ocr_missing,
-    picture_block,
-    reading,
-    table_block,
-)
 from hyperfolio.parse.tree import SectionTracker, clean_heading
 
 if TYPE_CHECKING:
@@ -58,8 +50,8 @@ MAX_GRID_COLUMNS = 1_000  # Word stops at 63 columns; a larger span or offset is
 
 def open_word(path: Path, data: bytes) -> WordDocument:
     """The opened document, or a ParseError saying why it is not a readable .docx."""
-    check_package(path, data, "Word")
-    with reading(path, "Word"):
+    office.check_package(path, data, "Word")
+    with office.reading(path, "Word"):
         return docx.Document(io.BytesIO(data))
 
 
@@ -196,7 +188,7 @@ class _Walker:
         name = partname.rsplit("/", 1)[-1] or "picture"
         ext = name.rsplit(".", 1)[-1] if "." in name else "png"
         self.pictures += 1
-        self.add(picture_block(blob, ext, self.options, self.tracker.path, name))
+        self.add(office.picture_block(blob, ext, self.options, self.tracker.path, name))
 
     def paragraph(self, paragraph: Paragraph) -> None:
         p = paragraph._p
@@ -281,7 +273,7 @@ class _Walker:
         if first is not None and not marked:
             runs = first.xpath(".//w:r[w:t[normalize-space()]]")
             marked = bool(runs) and all(r.xpath("./w:rPr/w:b[not(@w:val='0' or @w:val='false')]") for r in runs)
-        block = table_block(rows, self.tracker.path, marked_header=marked)
+        block = office.table_block(rows, self.tracker.path, marked_header=marked)
         if block is not None:
             self.add(block)
         for rid in pictures:  # pictures inside cells follow their table
@@ -338,15 +330,15 @@ def _attach_captions(blocks: list[Block]) -> list[Block]:
 def parse_word(path: Path, data: bytes, options: ParseOptions) -> tuple[list[Page], str | None, dict[str, Any]]:
     """Virtual pages of a .docx; the title is the document property, else the first heading."""
     doc = open_word(path, data)
-    with reading(path, "Word", "cannot read the"):
+    with office.reading(path, "Word", "cannot read the"):
         walker = _Walker(doc, options)
         walker.walk()
-        title = meaningful_title(doc.core_properties.title) or walker.first_heading
+        title = office.meaningful_title(doc.core_properties.title) or walker.first_heading
         blocks = _attach_captions(walker.blocks)
         pages = paginate(blocks, options)
     meta: dict[str, Any] = {"pictures": walker.pictures}
-    if ocr_missing(options, walker.pictures):
-        log.warning("%s: %s", path, OCR_UNAVAILABLE)
+    if office.ocr_missing(options, walker.pictures):
+        log.warning("%s: %s", path, office.OCR_UNAVAILABLE)
         meta["ocr"] = "unavailable"
-        meta["warnings"] = [OCR_UNAVAILABLE]
+        meta["warnings"] = [office.OCR_UNAVAILABLE]
     return pages, title, meta

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hyperfolio.model import EvidenceItem, EvidencePackage, PageScore
-from hyperfolio.retrieve.base import Query, Rankers, RetrievalContext
+from hyperfolio.retrieve.base import Query, Rankers, RetrievalContext, Traits
 from hyperfolio.retrieve.evidence import cite
 from hyperfolio.retrieve.features import Candidates, candidate_features, source_rankings
 from hyperfolio.retrieve.ranker import layout_of, load_ranker
@@ -70,8 +70,9 @@ def candidate_package(
     return evidence
 
 
-class AutoStrategy:
+class AutoStrategy(Traits):
     name = "auto"
+    needs_ranker = True
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
         rankers = ctx.ranker or load_ranker()

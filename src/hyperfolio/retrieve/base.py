@@ -67,8 +67,19 @@ class Query:
 
 class Strategy(Protocol):
     name: str
+    needs_ranker: bool
+    lexical: bool
+    groups_by_modality: bool
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage: ...
+
+
+class Traits:
+    """What a strategy needs beyond the index, declared by the strategy instead of checked by its name."""
+
+    needs_ranker = False  # the learned rankers, injected as `RetrievalContext.ranker` (auto)
+    lexical = False  # words only, end to end: its extractive answer loads no embedding model (bm25)
+    groups_by_modality = False  # groups its evidence by modality itself (concept), so `by_modality` is its own
 
 
 # Per-call knobs: each mode with a settings section takes its own; the modality layout (kept in the

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from hyperfolio.model import EvidencePackage
-from hyperfolio.retrieve.base import Query, RetrievalContext
+from hyperfolio.retrieve.base import Query, RetrievalContext, Traits
 from hyperfolio.retrieve.concept_paths import concept_reach
 from hyperfolio.retrieve.evidence import organise_by_modality, package, scaled_limits
 from hyperfolio.retrieve.rankings import bm25_ranking, query_vector, reciprocal_rank_fusion
@@ -59,8 +59,9 @@ class ChunkScorer:
         return self._fuse(dense, self.keyword)[:k]
 
 
-class ConceptStrategy:
+class ConceptStrategy(Traits):
     name = "concept"
+    groups_by_modality = True
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
         o = ctx.concept

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from hyperfolio.model import EvidencePackage
-from hyperfolio.retrieve.base import Query, RetrievalContext
+from hyperfolio.retrieve.base import Query, RetrievalContext, Traits
 from hyperfolio.retrieve.evidence import package
 from hyperfolio.retrieve.graph_paths import (
     ENTITY_LEVELS,
@@ -63,7 +63,7 @@ def dual_paths(query: Query, ctx: RetrievalContext) -> tuple[dict[str, float], G
     return scores, hits, prov, scope
 
 
-class DualStrategy:
+class DualStrategy(Traits):
     name = "dual"
 
     def __init__(self, with_flat: bool = True) -> None:

@@ -26,14 +26,24 @@ PACKAGED = "auto_ranker.json"
 COLLECTION_FILE = "ranker.json"  # a collection's own weights, written by `hyperfolio tune`
 
 
-def write_json(path: str | Path, text: str) -> Path:
-    target = Path(path)
-    target.write_text(text + "\n")
-    return target
+class _SavedAsJson:
+    """Weights kept as one JSON file, whether a single ranker's or a set's."""
+
+    def to_json(self) -> str:
+        raise NotImplementedError
+
+    def save(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.write_text(self.to_json() + "\n")
+        return target
+
+
+def _not_weights(origin: str, exc: Exception) -> HyperfolioError:
+    return HyperfolioError(f"{origin}: not valid ranker weights ({exc})")
 
 
 @dataclass
-class LinearRanker:
+class LinearRanker(_SavedAsJson):
     features: list[str]  # the columns it reads, by name
     mean: list[float]
     scale: list[float]
@@ -65,16 +75,13 @@ class LinearRanker:
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
 
-    def save(self, path: str | Path) -> Path:
-        return write_json(path, self.to_json())
-
     @classmethod
     def from_json(cls, text: str, origin: str = "ranker weights") -> LinearRanker:
         try:
             data = json.loads(text)
             return cls(**data)
         except (ValueError, TypeError) as exc:
-            raise HyperfolioError(f"{origin}: not valid ranker weights ({exc})") from exc
+            raise _not_weights(origin, exc) from exc
 
 
 PAGED_KINDS = frozenset({"pdf"})  # document kinds whose pages are real pages
@@ -87,7 +94,7 @@ def layout_of(doc_kind: str) -> str:
 
 
 @dataclass
-class RankerSet:
+class RankerSet(_SavedAsJson):
     """One ranker per document layout ("paged", "flowing"), or one for any ("*")."""
 
     rankers: dict[str, LinearRanker]
@@ -110,21 +117,18 @@ class RankerSet:
     def to_json(self) -> str:
         return json.dumps({"rankers": {k: asdict(r) for k, r in self.rankers.items()}, "meta": self.meta}, indent=1)
 
-    def save(self, path: str | Path) -> Path:
-        return write_json(path, self.to_json())
-
     @classmethod
     def from_json(cls, text: str, origin: str = "ranker weights") -> RankerSet:
         """A set, or a single ranker's weights (which then serve every layout)."""
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise HyperfolioError(f"{origin}: not valid ranker weights ({exc})") from exc
+            raise _not_weights(origin, exc) from exc
         if isinstance(data, dict) and "rankers" in data:
             try:
                 rankers = {k: LinearRanker(**v) for k, v in data["rankers"].items()}
             except TypeError as exc:
-                raise HyperfolioError(f"{origin}: not valid ranker weights ({exc})") from exc
+                raise _not_weights(origin, exc) from exc
             if not rankers:
                 raise HyperfolioError(f"{origin}: holds no ranker")
             return cls(rankers, data.get("meta", {}))

@@ -24,7 +24,7 @@ from hyperfolio.llm.errors import ModelCallError
 from hyperfolio.llm.fence import PICTURE_RULE, Fence, with_evidence_rule
 from hyperfolio.llm.messages import system_message, user_message
 from hyperfolio.model import EvidencePackage, Hyperedge
-from hyperfolio.retrieve.base import Query, RetrievalContext
+from hyperfolio.retrieve.base import Query, RetrievalContext, Traits
 from hyperfolio.retrieve.evidence import package
 from hyperfolio.retrieve.graph_paths import (
     GraphHits,
@@ -93,7 +93,7 @@ def topdown_paths(query: Query, ctx: RetrievalContext) -> TopDownReach:
     return TopDownReach(by_theme, by_edges, theme_score, themes, hits, prov, scope, located)
 
 
-class TopDownStrategy:
+class TopDownStrategy(Traits):
     name = "topdown"
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -25,7 +26,7 @@ from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 from pydantic import Field
 from starlette.applications import Starlette
 
-from hyperfolio.collection import AddResult
+from hyperfolio.collection import AddResult, Collection
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.model import Citation
 from hyperfolio.parse.unlock import NEEDED
@@ -57,6 +58,7 @@ DocArg = Annotated[
     str | list[str] | None,
     Field(description="Only search these documents (doc id, title or file name; one or a list)."),
 ]
+QuestionArg = Annotated[str, Field(min_length=1, max_length=4000, description="The question.")]
 OptionsArg = Annotated[
     dict[str, str | int | float | bool] | None,
     Field(
@@ -113,214 +115,24 @@ def loopback_security() -> TransportSecuritySettings:
     )
 
 
+READING = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+
+
 def build_mcp(library: Library) -> MCPServer:
     """The MCP server over `library`'s collections: seven tools, text for the agent plus structured data."""
     mcp = HyperfolioMCP("hyperfolio", version=package_version(), instructions=INSTRUCTIONS, log_level="WARNING")
-    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-
-    async def work(call: Callable[[], T]) -> T:
-        """Run blocking library work on a thread; a library error becomes the tool's one-line error."""
-        try:
-            return await anyio.to_thread.run_sync(call)
-        except CollectionNotFound as exc:
-            names = await anyio.to_thread.run_sync(library.names)
-            known = ", ".join(names) if names else "none yet"
-            raise ToolError(
-                f"no collection named {exc.name!r} (collections: {known}); add_document creates one"
-            ) from None
-        except HyperfolioError as exc:
-            raise ToolError(_one_line(str(exc))) from None
-
-    @mcp.tool(annotations=reading)
-    async def list_collections() -> Structured:
-        """List the collections on this server and how many documents each holds."""
-
-        def run() -> list[dict[str, Any]]:
-            return [{"name": name, "documents": len(library.reader(name).documents())} for name in library.names()]
-
-        rows = await work(run)
-        if not rows:
-            text = "No collections yet; add_document creates one."
-        else:
-            text = "\n".join(f"{r['name']}: {r['documents']} document(s)" for r in rows)
-        return _result(text, {"collections": rows})
-
-    @mcp.tool(annotations=reading)
-    async def list_documents(collection: CollectionArg = DEFAULT_COLLECTION) -> Structured:
-        """List a collection's documents: id, title, kind, pages, chunks and indexing status.
-
-        Use a document's id (or title) as `doc` in ask, retrieve, get_page and draw_hypergraph.
-        """
-        infos = await work(lambda: library.reader(collection).documents())
-        rows = [
-            {
-                "doc_id": i.doc_id,
-                "title": i.title,
-                "kind": i.kind,
-                "pages": i.num_pages,
-                "chunks": i.num_chunks,
-                "status": i.status,
-            }
-            for i in infos
-        ]
-        lines = [
-            f"{r['doc_id']}  {r['title']} ({r['kind']}, {r['pages']} pages, {r['chunks']} chunks, {r['status']})"
-            for r in rows
-        ]
-        text = "\n".join(lines) if lines else f"Collection {collection!r} has no documents yet."
-        return _result(text, {"collection": collection, "documents": rows})
-
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
-    async def add_document(
-        path: Annotated[
-            str,
-            Field(description="Absolute path of a file or folder on the server's machine (globs allowed)."),
-        ],
-        collection: CollectionArg = DEFAULT_COLLECTION,
-        password: Annotated[
-            str | None,
-            Field(
-                max_length=1024,
-                description="Password of encrypted PDF and Office files (tried on each); used once, never stored.",
-                json_schema_extra={"format": "password", "writeOnly": True},
-            ),
-        ] = None,
-    ) -> Structured:
-        """Index a file or every supported file in a folder into a collection (PDF, Word, PowerPoint,
-        Excel/CSV, images, Markdown, HTML, text).
-
-        Creates the collection if needed. Takes seconds per document; a file already indexed
-        unchanged is skipped. An encrypted file fails asking for `password` when none is given.
-        Returns each file's status, pages, chunks and, on failure, why.
-        """
-        target = str(Path(path).expanduser())
-
-        def run() -> list[AddResult]:
-            library.create(collection)
-            return library.writer(collection).add([target], password=password or None).results
-
-        results = await work(run)
-        rows = [
-            {
-                "file": r.path,
-                "status": r.status,
-                "doc_id": r.doc_id,
-                "title": r.title,
-                "pages": r.pages,
-                "chunks": r.chunks,
-                "seconds": round(r.seconds, 3),
-                "reason": _reason(r.reason),
-            }
-            for r in results
-        ]
-        lines = [_add_line(r) for r in results] or [f"{path}: no supported files found"]
-        failed = not results or all(not r.ok for r in results)
-        data = {"collection": collection, "files": rows}
-        return _result("\n".join(lines), data, error=failed)
-
-    @mcp.tool(annotations=reading)
-    async def ask(
-        question: Annotated[str, Field(min_length=1, max_length=4000, description="The question.")],
-        mode: ModeArg = None,
-        k: KArg = None,
-        doc: DocArg = None,
-        collection: CollectionArg = DEFAULT_COLLECTION,
-        options: OptionsArg = None,
-    ) -> Structured:
-        """Answer a question from the collection's documents, with numbered citations.
-
-        Each citation [n] names the document (title and doc id), the page (and the printed page
-        label where it differs) and the region on the page as a box [x0, y0, x1, y1] in points;
-        pass the doc id, page and box to get_page to see it.
-        """
-        data = await work(
-            lambda: answer_dict(library.reader(collection).ask(question, mode=mode, k=k, doc=doc, options=options))
-        )
-        return _result(_answer_text(data), _plain(data))
-
-    @mcp.tool(annotations=reading)
-    async def retrieve(
-        question: Annotated[str, Field(min_length=1, max_length=4000, description="The question.")],
-        mode: ModeArg = None,
-        k: KArg = None,
-        doc: DocArg = None,
-        collection: CollectionArg = DEFAULT_COLLECTION,
-        options: OptionsArg = None,
-    ) -> Structured:
-        """Rank the passages (text, tables, figures) that bear on a question, each with its citation.
-
-        Use it to read the evidence itself rather than a composed answer.
-        """
-        data = await work(
-            lambda: evidence_dict(
-                library.reader(collection).retrieve(question, mode=mode, k=k, doc=doc, options=options)
-            )
-        )
-        return _result(_evidence_text(data), _plain(data))
-
-    @mcp.tool(annotations=reading)
-    async def get_page(
-        doc: Annotated[str, Field(description="Document id, title or file name.")],
-        page: Annotated[int, Field(ge=1, description="1-based page number (the citation's page).")],
-        collection: CollectionArg = DEFAULT_COLLECTION,
-        boxes: Annotated[
-            list[list[float]] | None,
-            Field(max_length=50, description="Regions to highlight, each [x0, y0, x1, y1] in points."),
-        ] = None,
-    ) -> Structured:
-        """Show a page as a PNG image with regions highlighted, plus the text of its chunks.
-
-        Non-PDF documents have no page image; their chunks' text is still returned.
-        """
-
-        def run() -> tuple[dict[str, Any], bytes | None, str]:
-            col = library.reader(collection)
-            info = col.resolve(doc)
-            pages = col.pages(info.doc_id)
-            found = next((p for p in pages if p["number"] == page), None)
-            if found is None:
-                raise HyperfolioError(f"{info.title} has {len(pages)} pages; there is no page {page}")
-            png = col.page_image(info.doc_id, page, boxes or []) if info.kind == "pdf" else None
-            return found, png, info.title
-
-        found, png, title = await work(run)
-        content: list[ContentBlock] = []
-        if png is not None:
-            content.append(Image(data=png, format="png").to_image_content())
-        content.append(TextContent(type="text", text=_page_text(title, found)))
-        data = {"doc": doc, "title": title, **found}
-        return CallToolResult(content=content, structured_content=_plain(data))
-
-    @mcp.tool(annotations=reading)
-    async def draw_hypergraph(
-        collection: CollectionArg = DEFAULT_COLLECTION,
-        doc: Annotated[str | None, Field(description="Draw this document's hypergraph (id or title).")] = None,
-        query: Annotated[str | None, Field(max_length=4000, description="Draw the evidence for this question.")] = None,
-        entity: Annotated[str | None, Field(max_length=200, description="Draw this entity's neighbourhood.")] = None,
-    ) -> Structured:
-        """Draw part of the collection's hypergraph as a PNG: entities (E1, E2, ...) joined by hyperedges
-        (H1, ...), for exactly one of a document, a question or an entity. The text names every id."""
-
-        def run() -> tuple[bytes, dict[str, Any]]:
-            col = library.reader(collection)
-            with tempfile.TemporaryDirectory(prefix="hyperfolio-mcp-") as tmp:
-                picture = col.visualize(Path(tmp) / "graph.png", doc=doc, query=query, entity=entity)
-                mapping = json.loads(picture.mapping.read_text(encoding="utf-8"))
-                summary = {
-                    "entities": picture.entities,
-                    "hyperedges": picture.hyperedges,
-                    "pruned": picture.pruned,
-                    "mapping": mapping,
-                }
-                return picture.path.read_bytes(), summary
-
-        png, summary = await work(run)
-        content: list[ContentBlock] = [
-            Image(data=png, format="png").to_image_content(),
-            TextContent(type="text", text=_graph_text(summary)),
-        ]
-        return CallToolResult(content=content, structured_content=_plain(summary))
-
+    tools = Tools(library)
+    for tool, hints in (
+        (tools.list_collections, READING),
+        (tools.list_documents, READING),
+        (tools.add_document, INDEXING),
+        (tools.ask, READING),
+        (tools.retrieve, READING),
+        (tools.get_page, READING),
+        (tools.draw_hypergraph, READING),
+    ):
+        mcp.add_tool(tool, annotations=hints)
     return mcp
 
 
@@ -354,6 +166,19 @@ def _box(bbox: list[float] | None) -> str:
 def _reason(reason: str) -> str:
     """The library's NEEDED names the CLI's option; an agent passes the tool's argument instead."""
     return "encrypted: a password is needed (pass add_document's password argument)" if reason == NEEDED else reason
+
+
+def _add_row(r: AddResult) -> dict[str, Any]:
+    return {
+        "file": r.path,
+        "status": r.status,
+        "doc_id": r.doc_id,
+        "title": r.title,
+        "pages": r.pages,
+        "chunks": r.chunks,
+        "seconds": round(r.seconds, 3),
+        "reason": _reason(r.reason),
+    }
 
 
 def _add_line(r: AddResult) -> str:
@@ -417,3 +242,212 @@ def _graph_text(summary: dict[str, Any]) -> str:
     if len(legend) > LEGEND_LINES:
         lines.append(f"... and {len(legend) - LEGEND_LINES} more (see the structured mapping)")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the tools
+Answering = Callable[["Tools", Collection, str, dict[str, Any]], dict[str, Any]]
+ToolMethod = Callable[..., Awaitable[CallToolResult]]
+
+
+def question_tool(render: Callable[[dict[str, Any]], str]) -> Callable[[Answering], ToolMethod]:
+    """The tools that take a question and its scope (ask, retrieve) share one signature, declared here.
+
+    The decorated method turns (collection, question, scope) into a JSON-ready dict; its name and
+    docstring become the tool's, and `render` writes the text the agent reads.
+    """
+
+    def make(answering: Answering) -> ToolMethod:
+        async def tool(
+            self: Tools,
+            question: QuestionArg,
+            mode: ModeArg = None,
+            k: KArg = None,
+            doc: DocArg = None,
+            collection: CollectionArg = DEFAULT_COLLECTION,
+            options: OptionsArg = None,
+        ) -> Structured:
+            scope = {"mode": mode, "k": k, "doc": doc, "options": options}
+            data = await self.work(lambda: answering(self, self.library.reader(collection), question, scope))
+            return _result(render(data), _plain(data))
+
+        # Not functools.wraps: its __wrapped__ would make the SDK read the decorated method's signature.
+        tool.__name__, tool.__qualname__, tool.__doc__ = answering.__name__, answering.__qualname__, answering.__doc__
+        return tool
+
+    return make
+
+
+@dataclass
+class Tools:
+    """The tools over one library (registered by `build_mcp`): each tool's name, docstring and parameters
+    are what an agent sees. The blocking work runs on worker threads (`work`)."""
+
+    library: Library
+
+    async def work(self, call: Callable[[], T]) -> T:
+        """Run blocking library work on a thread; a library error becomes the tool's one-line error."""
+        try:
+            return await anyio.to_thread.run_sync(call)
+        except CollectionNotFound as exc:
+            names = await anyio.to_thread.run_sync(self.library.names)
+            known = ", ".join(names) if names else "none yet"
+            raise ToolError(
+                f"no collection named {exc.name!r} (collections: {known}); add_document creates one"
+            ) from None
+        except HyperfolioError as exc:
+            raise ToolError(_one_line(str(exc))) from None
+
+    async def list_collections(self) -> Structured:
+        """List the collections on this server and how many documents each holds."""
+        library = self.library
+
+        def run() -> list[dict[str, Any]]:
+            return [{"name": name, "documents": len(library.reader(name).documents())} for name in library.names()]
+
+        rows = await self.work(run)
+        if not rows:
+            text = "No collections yet; add_document creates one."
+        else:
+            text = "\n".join(f"{r['name']}: {r['documents']} document(s)" for r in rows)
+        return _result(text, {"collections": rows})
+
+    async def list_documents(self, collection: CollectionArg = DEFAULT_COLLECTION) -> Structured:
+        """List a collection's documents: id, title, kind, pages, chunks and indexing status.
+
+        Use a document's id (or title) as `doc` in ask, retrieve, get_page and draw_hypergraph.
+        """
+        infos = await self.work(lambda: self.library.reader(collection).documents())
+        rows = [
+            {
+                "doc_id": i.doc_id,
+                "title": i.title,
+                "kind": i.kind,
+                "pages": i.num_pages,
+                "chunks": i.num_chunks,
+                "status": i.status,
+            }
+            for i in infos
+        ]
+        lines = [
+            f"{r['doc_id']}  {r['title']} ({r['kind']}, {r['pages']} pages, {r['chunks']} chunks, {r['status']})"
+            for r in rows
+        ]
+        text = "\n".join(lines) if lines else f"Collection {collection!r} has no documents yet."
+        return _result(text, {"collection": collection, "documents": rows})
+
+    async def add_document(
+        self,
+        path: Annotated[
+            str,
+            Field(description="Absolute path of a file or folder on the server's machine (globs allowed)."),
+        ],
+        collection: CollectionArg = DEFAULT_COLLECTION,
+        password: Annotated[
+            str | None,
+            Field(
+                max_length=1024,
+                description="Password of encrypted PDF and Office files (tried on each); used once, never stored.",
+                json_schema_extra={"format": "password", "writeOnly": True},
+            ),
+        ] = None,
+    ) -> Structured:
+        """Index a file or every supported file in a folder into a collection (PDF, Word, PowerPoint,
+        Excel/CSV, images, Markdown, HTML, text).
+
+        Creates the collection if needed. Takes seconds per document; a file already indexed
+        unchanged is skipped. An encrypted file fails asking for `password` when none is given.
+        Returns each file's status, pages, chunks and, on failure, why.
+        """
+        target = str(Path(path).expanduser())
+
+        def run() -> list[AddResult]:
+            self.library.create(collection)
+            return self.library.writer(collection).add([target], password=password or None).results
+
+        results = await self.work(run)
+        rows = [_add_row(r) for r in results]
+        lines = [_add_line(r) for r in results] or [f"{path}: no supported files found"]
+        failed = not results or all(not r.ok for r in results)
+        data = {"collection": collection, "files": rows}
+        return _result("\n".join(lines), data, error=failed)
+
+    @question_tool(_answer_text)
+    def ask(self, col: Collection, question: str, scope: dict[str, Any]) -> dict[str, Any]:
+        """Answer a question from the collection's documents, with numbered citations.
+
+        Each citation [n] names the document (title and doc id), the page (and the printed page
+        label where it differs) and the region on the page as a box [x0, y0, x1, y1] in points;
+        pass the doc id, page and box to get_page to see it.
+        """
+        return answer_dict(col.ask(question, **scope))
+
+    @question_tool(_evidence_text)
+    def retrieve(self, col: Collection, question: str, scope: dict[str, Any]) -> dict[str, Any]:
+        """Rank the passages (text, tables, figures) that bear on a question, each with its citation.
+
+        Use it to read the evidence itself rather than a composed answer.
+        """
+        return evidence_dict(col.retrieve(question, **scope))
+
+    async def get_page(
+        self,
+        doc: Annotated[str, Field(description="Document id, title or file name.")],
+        page: Annotated[int, Field(ge=1, description="1-based page number (the citation's page).")],
+        collection: CollectionArg = DEFAULT_COLLECTION,
+        boxes: Annotated[
+            list[list[float]] | None,
+            Field(max_length=50, description="Regions to highlight, each [x0, y0, x1, y1] in points."),
+        ] = None,
+    ) -> Structured:
+        """Show a page as a PNG image with regions highlighted, plus the text of its chunks.
+
+        Non-PDF documents have no page image; their chunks' text is still returned.
+        """
+
+        def run() -> tuple[dict[str, Any], bytes | None, str]:
+            col = self.library.reader(collection)
+            info = col.resolve(doc)
+            pages = col.pages(info.doc_id)
+            found = next((p for p in pages if p["number"] == page), None)
+            if found is None:
+                raise HyperfolioError(f"{info.title} has {len(pages)} pages; there is no page {page}")
+            png = col.page_image(info.doc_id, page, boxes or []) if info.kind == "pdf" else None
+            return found, png, info.title
+
+        found, png, title = await self.work(run)
+        content: list[ContentBlock] = []
+        if png is not None:
+            content.append(Image(data=png, format="png").to_image_content())
+        content.append(TextContent(type="text", text=_page_text(title, found)))
+        data = {"doc": doc, "title": title, **found}
+        return CallToolResult(content=content, structured_content=_plain(data))
+
+    async def draw_hypergraph(
+        self,
+        collection: CollectionArg = DEFAULT_COLLECTION,
+        doc: Annotated[str | None, Field(description="Draw this document's hypergraph (id or title).")] = None,
+        query: Annotated[str | None, Field(max_length=4000, description="Draw the evidence for this question.")] = None,
+        entity: Annotated[str | None, Field(max_length=200, description="Draw this entity's neighbourhood.")] = None,
+    ) -> Structured:
+        """Draw part of the collection's hypergraph as a PNG: entities (E1, E2, ...) joined by hyperedges
+        (H1, ...), for exactly one of a document, a question or an entity. The text names every id."""
+
+        def run() -> tuple[bytes, dict[str, Any]]:
+            col = self.library.reader(collection)
+            with tempfile.TemporaryDirectory(prefix="hyperfolio-mcp-") as tmp:
+                picture = col.visualize(Path(tmp) / "graph.png", doc=doc, query=query, entity=entity)
+                mapping = json.loads(picture.mapping.read_text(encoding="utf-8"))
+                summary = {
+                    "entities": picture.entities,
+                    "hyperedges": picture.hyperedges,
+                    "pruned": picture.pruned,
+                    "mapping": mapping,
+                }
+                return picture.path.read_bytes(), summary
+
+        png, summary = await self.work(run)
+        content: list[ContentBlock] = [
+            Image(data=png, format="png").to_image_content(),
+            TextContent(type="text", text=_graph_text(summary)),
+        ]
+        return CallToolResult(content=content, structured_content=_plain(summary))

@@ -158,57 +158,8 @@ def export_bundle(
         raise BundleError(f"{out_dir} is not empty; export into a new directory")
     out_dir.mkdir(parents=True, exist_ok=True)
     report = BundleReport(out_dir)
-    infos = store.list_documents()
-    doc_ids = [info.doc_id for info in infos]
-
-    def documents() -> Iterator[dict[str, Any]]:
-        for info in infos:
-            chunks = list(store.iter_chunks(info.doc_id))
-            pages = [
-                {**asdict(page), "chunks": [_chunk_dict(c) for c in chunks if c.page == page.number]}
-                for page in store.get_pages(info.doc_id)
-            ]
-            yield {
-                "doc_id": info.doc_id,
-                "source": info.source,
-                "title": info.title,
-                "kind": info.kind,
-                "content_hash": info.content_hash,
-                "status": info.status,
-                "added_at": info.added_at,
-                "meta": info.meta,
-                "reconcile_counts": store.reconcile_counts(info.doc_id),
-                "pages": pages,
-            }
-
-    report.counts["documents"] = _write_jsonl(out_dir / "documents.jsonl", documents())
-    report.counts["chunks"] = store.count_chunks()
-
-    entities, edges = _graph_items(store, doc_ids)
-    entity_prov = store.provenance("entity", [e.entity_id for e in entities])
-    edge_prov = store.provenance("hyperedge", [h.edge_id for h in edges])
-    report.counts["entities"] = _write_jsonl(
-        out_dir / "entities.jsonl",
-        ({**asdict(e), "chunks": _chunks_of(entity_prov.get(e.entity_id, []))} for e in entities),
-    )
-    report.counts["hyperedges"] = _write_jsonl(
-        out_dir / "hyperedges.jsonl",
-        ({**asdict(h), "chunks": _chunks_of(edge_prov.get(h.edge_id, []))} for h in edges),
-    )
-    signatures = store.refine_signatures([e.entity_id for e in entities])
-    report.counts["refine_state"] = _write_jsonl(
-        out_dir / "refine_state.jsonl",
-        ({"anchor_id": a, "signature": s, "edge_ids": ids} for a, (s, ids) in sorted(signatures.items())),
-    )
-    report.counts["decisions"] = _write_jsonl(out_dir / "decisions.jsonl", (asdict(d) for d in store.decisions()))
-    report.counts["builds"] = _write_jsonl(
-        out_dir / "builds.jsonl",
-        ({"doc_id": d, "stage": s, "item": i, "how": h, "reason": r} for d, s, i, h, r in store.builds()),
-    )
-    report.counts["stage_times"] = _write_jsonl(
-        out_dir / "stage_times.jsonl",
-        ({"doc_id": doc_id, "seconds": times} for doc_id in doc_ids if (times := store.stage_times(doc_id))),
-    )
+    doc_ids = _export_documents(store, out_dir, report)
+    entities, edges = _export_graph(store, out_dir, report, doc_ids)
     meta = {key: value for key, value in store.meta_items().items() if key not in LOCAL_META}
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
@@ -234,6 +185,67 @@ def export_bundle(
     }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return report
+
+
+def _export_documents(store: Store, out_dir: Path, report: BundleReport) -> list[str]:
+    """documents.jsonl (each document with its pages and chunks); the ids of the documents written."""
+    infos = store.list_documents()
+
+    def documents() -> Iterator[dict[str, Any]]:
+        for info in infos:
+            chunks = list(store.iter_chunks(info.doc_id))
+            pages = [
+                {**asdict(page), "chunks": [_chunk_dict(c) for c in chunks if c.page == page.number]}
+                for page in store.get_pages(info.doc_id)
+            ]
+            yield {
+                "doc_id": info.doc_id,
+                "source": info.source,
+                "title": info.title,
+                "kind": info.kind,
+                "content_hash": info.content_hash,
+                "status": info.status,
+                "added_at": info.added_at,
+                "meta": info.meta,
+                "reconcile_counts": store.reconcile_counts(info.doc_id),
+                "pages": pages,
+            }
+
+    report.counts["documents"] = _write_jsonl(out_dir / "documents.jsonl", documents())
+    report.counts["chunks"] = store.count_chunks()
+    return [info.doc_id for info in infos]
+
+
+def _export_graph(
+    store: Store, out_dir: Path, report: BundleReport, doc_ids: list[str]
+) -> tuple[list[Entity], list[Hyperedge]]:
+    """The hypergraph items with their chunks, and the bookkeeping beside them; the items written."""
+    entities, edges = _graph_items(store, doc_ids)
+    entity_prov = store.provenance("entity", [e.entity_id for e in entities])
+    edge_prov = store.provenance("hyperedge", [h.edge_id for h in edges])
+    report.counts["entities"] = _write_jsonl(
+        out_dir / "entities.jsonl",
+        ({**asdict(e), "chunks": _chunks_of(entity_prov.get(e.entity_id, []))} for e in entities),
+    )
+    report.counts["hyperedges"] = _write_jsonl(
+        out_dir / "hyperedges.jsonl",
+        ({**asdict(h), "chunks": _chunks_of(edge_prov.get(h.edge_id, []))} for h in edges),
+    )
+    signatures = store.refine_signatures([e.entity_id for e in entities])
+    report.counts["refine_state"] = _write_jsonl(
+        out_dir / "refine_state.jsonl",
+        ({"anchor_id": a, "signature": s, "edge_ids": ids} for a, (s, ids) in sorted(signatures.items())),
+    )
+    report.counts["decisions"] = _write_jsonl(out_dir / "decisions.jsonl", (asdict(d) for d in store.decisions()))
+    report.counts["builds"] = _write_jsonl(
+        out_dir / "builds.jsonl",
+        ({"doc_id": d, "stage": s, "item": i, "how": h, "reason": r} for d, s, i, h, r in store.builds()),
+    )
+    report.counts["stage_times"] = _write_jsonl(
+        out_dir / "stage_times.jsonl",
+        ({"doc_id": doc_id, "seconds": times} for doc_id in doc_ids if (times := store.stage_times(doc_id))),
+    )
+    return entities, edges
 
 
 def _vector_rows(store: Store) -> Iterator[dict[str, Any]]:
@@ -320,43 +332,74 @@ def _import(
         if key not in LOCAL_META:
             store.set_meta(key, value)
 
-    docs = chunks = 0
     has_vectors = (bundle_dir / VECTORS).is_file()
+    statuses = _import_documents(store, bundle_dir, report, None if has_vectors else embed)
+    _import_graph(store, bundle_dir, report)
+    _import_bookkeeping(store, bundle_dir, report)
+
+    if has_vectors:  # every space's vectors as exported; then each document is as searchable as it was
+        report.counts["vectors"] = _put_vectors(store, _read_jsonl(bundle_dir / VECTORS))
+        for doc_id, status in statuses.items():
+            if status and status != STAGE_PARSED:
+                store.set_stage(doc_id, status)
+
+    if records is not None:
+        _import_records(records, bundle_dir, report)
+    if files is not None and (bundle_dir / IMAGES).is_dir():
+        shutil.copytree(bundle_dir / IMAGES, Path(files) / IMAGES, dirs_exist_ok=True)
+    if not has_vectors and embed is None:
+        report.notes.append("no vectors imported: documents stay 'parsed' until re-embedded")
+    elif not has_vectors:
+        report.notes.append("chunk vectors re-embedded; graph vectors (entity, hyperedge, concept, theme) are not")
+    return report
+
+
+def _document_of(row: dict[str, Any]) -> Document:
+    """A documents.jsonl row as the `Document` it was exported from."""
+    pages = [
+        Page(
+            p["number"],
+            [_chunk_of(c) for c in p["chunks"]],
+            width=p["width"],
+            height=p["height"],
+            ocr=p.get("ocr", False),
+            vision_dominant=p.get("vision_dominant", False),
+        )
+        for p in row["pages"]
+    ]
+    return Document(
+        row["doc_id"],
+        row["source"],
+        row["title"],
+        row["kind"],
+        pages,
+        row["content_hash"],
+        meta=row.get("meta") or {},
+        added_at=row.get("added_at") or 0.0,
+    )
+
+
+def _import_documents(store: Store, bundle_dir: Path, report: BundleReport, embed: Embed | None) -> dict[str, str]:
+    """Write the documents (re-embedded and given their status back when `embed` is given); their statuses."""
+    docs = chunks = 0
     statuses: dict[str, str] = {}
     for row in _read_jsonl(bundle_dir / "documents.jsonl"):
-        pages = [
-            Page(
-                p["number"],
-                [_chunk_of(c) for c in p["chunks"]],
-                width=p["width"],
-                height=p["height"],
-                ocr=p.get("ocr", False),
-                vision_dominant=p.get("vision_dominant", False),
-            )
-            for p in row["pages"]
-        ]
-        doc = Document(
-            row["doc_id"],
-            row["source"],
-            row["title"],
-            row["kind"],
-            pages,
-            row["content_hash"],
-            meta=row.get("meta") or {},
-            added_at=row.get("added_at") or 0.0,
-        )
+        doc = _document_of(row)
         store.write_document(doc)
         if row.get("reconcile_counts"):
             store.save_reconcile_counts(doc.doc_id, row["reconcile_counts"])
         docs += 1
         chunks += len(doc.chunks)
         statuses[doc.doc_id] = row["status"]
-        if embed is not None and not has_vectors:
+        if embed is not None:
             embed(store, doc.chunks)
             if row["status"] and row["status"] != STAGE_PARSED:
                 store.set_stage(doc.doc_id, row["status"])
     report.counts["documents"], report.counts["chunks"] = docs, chunks
+    return statuses
 
+
+def _import_graph(store: Store, bundle_dir: Path, report: BundleReport) -> None:
     entities: list[tuple[Entity, list[str]]] = []
     for row in _read_jsonl(bundle_dir / "entities.jsonl"):
         prov = row.pop("chunks")
@@ -371,6 +414,9 @@ def _import(
     store.rebuild_concepts(sorted(set(concepts.values())))
     report.counts["entities"], report.counts["hyperedges"] = len(entities), len(edges)
 
+
+def _import_bookkeeping(store: Store, bundle_dir: Path, report: BundleReport) -> None:
+    """Refinement state, decisions, who built what and the stage times."""
     refine = list(_read_jsonl(bundle_dir / "refine_state.jsonl"))
     for row in refine:
         store.set_refine_signature(row["anchor_id"], row["signature"], row["edge_ids"])
@@ -389,26 +435,13 @@ def _import(
         store.add_stage_times(row["doc_id"], row["seconds"])
     report.counts["stage_times"] = len(times)
 
-    if has_vectors:  # every space's vectors as exported; then each document is as searchable as it was
-        report.counts["vectors"] = _put_vectors(store, _read_jsonl(bundle_dir / VECTORS))
-        for doc_id, status in statuses.items():
-            if status and status != STAGE_PARSED:
-                store.set_stage(doc_id, status)
 
-    if records is not None:
-        replies = 0
-        for row in _read_jsonl(bundle_dir / "model_replies.jsonl"):
-            records.put_reply(row["key"], row["model"], row["response"], row["prompt_tokens"], row["completion_tokens"])
-            replies += 1
-        report.counts["model_replies"] = replies
-        if (bundle_dir / "model_usage.json").is_file():
-            for stage, counts in json.loads((bundle_dir / "model_usage.json").read_text(encoding="utf-8")).items():
-                records.add_usage(stage, counts)
-
-    if files is not None and (bundle_dir / IMAGES).is_dir():
-        shutil.copytree(bundle_dir / IMAGES, Path(files) / IMAGES, dirs_exist_ok=True)
-    if not has_vectors and embed is None:
-        report.notes.append("no vectors imported: documents stay 'parsed' until re-embedded")
-    elif not has_vectors:
-        report.notes.append("chunk vectors re-embedded; graph vectors (entity, hyperedge, concept, theme) are not")
-    return report
+def _import_records(records: ModelRecordStore, bundle_dir: Path, report: BundleReport) -> None:
+    replies = 0
+    for row in _read_jsonl(bundle_dir / "model_replies.jsonl"):
+        records.put_reply(row["key"], row["model"], row["response"], row["prompt_tokens"], row["completion_tokens"])
+        replies += 1
+    report.counts["model_replies"] = replies
+    if (bundle_dir / "model_usage.json").is_file():
+        for stage, counts in json.loads((bundle_dir / "model_usage.json").read_text(encoding="utf-8")).items():
+            records.add_usage(stage, counts)

@@ -21,7 +21,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.patches import Polygon  # noqa: E402
 
 from hyperfolio.errors import HyperfolioError  # noqa: E402
-from hyperfolio.viz.graph import VizGraph  # noqa: E402
+from hyperfolio.viz.graph import VizEdge, VizGraph  # noqa: E402
 from hyperfolio.viz.layouts import Placement, place  # noqa: E402
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
@@ -97,113 +97,115 @@ def group_tag(group: list) -> str:
     return group[0].vid + (f"+{len(group) - 1}" if len(group) > 1 else "")
 
 
-def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) -> None:
-    by_vid = {e.vid: e for e in graph.entities.values()}
-    groups = graph.groups()
-    # The panel is filled (positions are scaled per axis); Bi-Inc keeps room right of its hyperedge
-    # column for what each hyperedge says.
-    ax.set_xlim(-0.02, 1.45 if placement.layout == "bi-inc" else 1.02)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_aspect("auto")
-    ax.axis("off")
-    if placement.set_based:
-        center = (
-            sum(x for x, _ in placement.entities.values()) / len(placement.entities),
-            sum(y for _, y in placement.entities.values()) / len(placement.entities),
+def _draw_regions(ax: Axes, graph: VizGraph, placement: Placement, groups: list[list[VizEdge]], style: Style) -> None:
+    """Set-based views: each hyperedge a translucent region around its members, tagged with its id."""
+    center = (
+        sum(x for x, _ in placement.entities.values()) / len(placement.entities),
+        sum(y for _, y in placement.entities.values()) / len(placement.entities),
+    )
+    shapes = []
+    for i, group in enumerate(groups):
+        pts = [placement.entities[graph.entities[m].vid] for m in group[0].members if m in graph.entities]
+        if len(pts) >= 2:
+            outline = region(pts, 0.018 + 0.004 * (i % 4))  # nested regions stay distinguishable
+            shapes.append((_area(outline), i, group, outline))
+    tags: list[tuple[float, float]] = []
+    # Big regions first, so smaller ones are drawn over them and stay visible.
+    for area, i, group, outline in sorted(shapes, key=lambda s: -s[0]):
+        color = PALETTE[i % len(PALETTE)]
+        style_line = LEVEL_STYLE.get(group[0].level, "-")
+        fill = style.region_alpha * (0.5 if area > 0.15 else 1.0)
+        ax.add_patch(Polygon(outline, closed=True, facecolor=color, edgecolor="none", alpha=fill, zorder=1))
+        ax.add_patch(
+            Polygon(
+                outline,
+                closed=True,
+                fill=False,
+                edgecolor=color,
+                alpha=0.8,
+                linestyle=style_line,
+                linewidth=1.1,
+                zorder=2,
+            )
         )
-        shapes = []
-        for i, group in enumerate(groups):
-            pts = [placement.entities[graph.entities[m].vid] for m in group[0].members if m in graph.entities]
-            if len(pts) >= 2:
-                outline = region(pts, 0.018 + 0.004 * (i % 4))  # nested regions stay distinguishable
-                shapes.append((_area(outline), i, group, outline))
-        tags: list[tuple[float, float]] = []
-        # Big regions first, so smaller ones are drawn over them and stay visible.
-        for area, i, group, outline in sorted(shapes, key=lambda s: -s[0]):
-            color = PALETTE[i % len(PALETTE)]
-            style_line = LEVEL_STYLE.get(group[0].level, "-")
-            fill = style.region_alpha * (0.5 if area > 0.15 else 1.0)
-            ax.add_patch(Polygon(outline, closed=True, facecolor=color, edgecolor="none", alpha=fill, zorder=1))
-            ax.add_patch(
-                Polygon(
-                    outline,
-                    closed=True,
-                    fill=False,
-                    edgecolor=color,
-                    alpha=0.8,
-                    linestyle=style_line,
-                    linewidth=1.1,
-                    zorder=2,
+        # The tag goes on the outline's vertex farthest from the drawing's centre, away from other tags.
+        spots = sorted(outline, key=lambda p: -((p[0] - center[0]) ** 2 + (p[1] - center[1]) ** 2))
+        taken = tags + [(x, y - 0.02) for x, y in placement.entities.values()]  # other tags, entity labels
+        spot = next((p for p in spots if all(abs(p[0] - t[0]) + abs(p[1] - t[1]) > 0.045 for t in taken)), spots[0])
+        tags.append(spot)
+        ax.text(
+            spot[0],
+            spot[1],
+            group_tag(group),
+            color=color,
+            fontsize=style.font_size - 1,
+            ha="center",
+            va="center",
+            fontweight="bold",
+            zorder=6,
+            bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.6},
+        )
+
+
+def _draw_hyperedge_nodes(
+    ax: Axes, graph: VizGraph, placement: Placement, groups: list[list[VizEdge]], style: Style
+) -> None:
+    """Induced views: clique lines, then each hyperedge a square joined to its members by dashed lines."""
+    for a, b in placement.clique_edges:
+        (x1, y1), (x2, y2) = placement.entities[a], placement.entities[b]
+        ax.plot([x1, x2], [y1, y2], color="#999999", linewidth=0.6, alpha=0.6, zorder=1)
+    for group in groups:
+        edge = group[0]
+        hx, hy = placement.hyperedges[edge.vid]
+        for m in edge.members:
+            if m in graph.entities:
+                ex, ey = placement.entities[graph.entities[m].vid]
+                ax.plot(
+                    [hx, ex],
+                    [hy, ey],
+                    color=style.hyperedge_color,
+                    linestyle="--",
+                    linewidth=0.7 * style.line_width,
+                    alpha=0.6,
+                    zorder=1,
                 )
-            )
-            # The tag goes on the outline's vertex farthest from the drawing's centre, away from other tags.
-            spots = sorted(outline, key=lambda p: -((p[0] - center[0]) ** 2 + (p[1] - center[1]) ** 2))
-            taken = tags + [(x, y - 0.02) for x, y in placement.entities.values()]  # other tags, entity labels
-            spot = next((p for p in spots if all(abs(p[0] - t[0]) + abs(p[1] - t[1]) > 0.045 for t in taken)), spots[0])
-            tags.append(spot)
+        ax.scatter(
+            [hx],
+            [hy],
+            marker=style.hyperedge_marker,
+            s=(style.font_size * 2.6) ** 2,
+            facecolor="white",
+            edgecolor=style.hyperedge_color,
+            linewidth=1.4,
+            zorder=3,
+        )
+        ax.text(
+            hx,
+            hy,
+            group_tag(group),
+            fontsize=style.font_size - 2,
+            ha="center",
+            va="center",
+            color=style.hyperedge_color,
+            fontweight="bold",
+            zorder=4,
+        )
+        if placement.layout == "bi-inc" and style.labels:
             ax.text(
-                spot[0],
-                spot[1],
-                group_tag(group),
-                color=color,
-                fontsize=style.font_size - 1,
-                ha="center",
-                va="center",
-                fontweight="bold",
-                zorder=6,
-                bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.6},
-            )
-    else:
-        for a, b in placement.clique_edges:
-            (x1, y1), (x2, y2) = placement.entities[a], placement.entities[b]
-            ax.plot([x1, x2], [y1, y2], color="#999999", linewidth=0.6, alpha=0.6, zorder=1)
-        for group in groups:
-            edge = group[0]
-            hx, hy = placement.hyperedges[edge.vid]
-            for m in edge.members:
-                if m in graph.entities:
-                    ex, ey = placement.entities[graph.entities[m].vid]
-                    ax.plot(
-                        [hx, ex],
-                        [hy, ey],
-                        color=style.hyperedge_color,
-                        linestyle="--",
-                        linewidth=0.7 * style.line_width,
-                        alpha=0.6,
-                        zorder=1,
-                    )
-            ax.scatter(
-                [hx],
-                [hy],
-                marker=style.hyperedge_marker,
-                s=(style.font_size * 2.6) ** 2,
-                facecolor="white",
-                edgecolor=style.hyperedge_color,
-                linewidth=1.4,
-                zorder=3,
-            )
-            ax.text(
-                hx,
+                hx + 0.035,
                 hy,
-                group_tag(group),
-                fontsize=style.font_size - 2,
-                ha="center",
+                _label(edge.description, style.max_label_chars + 8),
+                fontsize=style.font_size - 1,
+                ha="left",
                 va="center",
-                color=style.hyperedge_color,
-                fontweight="bold",
+                color="#333333",
                 zorder=4,
             )
-            if placement.layout == "bi-inc" and style.labels:
-                ax.text(
-                    hx + 0.035,
-                    hy,
-                    _label(edge.description, style.max_label_chars + 8),
-                    fontsize=style.font_size - 1,
-                    ha="left",
-                    va="center",
-                    color="#333333",
-                    zorder=4,
-                )
+
+
+def _draw_entities(ax: Axes, graph: VizGraph, placement: Placement, style: Style) -> None:
+    """Entities as circles labelled "E3 name"."""
+    by_vid = {e.vid: e for e in graph.entities.values()}
     xs = [placement.entities[v][0] for v in by_vid]
     ys = [placement.entities[v][1] for v in by_vid]
     ax.scatter(
@@ -216,20 +218,33 @@ def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) ->
         linewidth=1.5,
         zorder=3,
     )
-    if style.labels:
-        for vid, entity in by_vid.items():
-            x, y = placement.entities[vid]
-            ax.text(
-                x,
-                y - 0.018,
-                _label(f"{vid} {entity.name}", style.max_label_chars),
-                fontsize=style.font_size,
-                ha="center",
-                va="top",
-                color="#111111",
-                zorder=5,
-                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
-            )
+    if not style.labels:
+        return
+    for vid, entity in by_vid.items():
+        x, y = placement.entities[vid]
+        ax.text(
+            x,
+            y - 0.018,
+            _label(f"{vid} {entity.name}", style.max_label_chars),
+            fontsize=style.font_size,
+            ha="center",
+            va="top",
+            color="#111111",
+            zorder=5,
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
+        )
+
+
+def draw_panel(ax: Axes, graph: VizGraph, placement: Placement, style: Style) -> None:
+    # The panel is filled (positions are scaled per axis); Bi-Inc keeps room right of its hyperedge
+    # column for what each hyperedge says.
+    ax.set_xlim(-0.02, 1.45 if placement.layout == "bi-inc" else 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_aspect("auto")
+    ax.axis("off")
+    draw_hyperedges = _draw_regions if placement.set_based else _draw_hyperedge_nodes
+    draw_hyperedges(ax, graph, placement, graph.groups(), style)
+    _draw_entities(ax, graph, placement, style)
     ax.text(  # the layout's name above its panel: below, the legend would cover it
         0.5,
         1.0,

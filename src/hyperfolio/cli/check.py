@@ -7,14 +7,14 @@ they are named after the problem table, with the command that finishes them, and
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperfolio.cli_common import CollectionOpt, JsonOpt, collection_flag, console, counted, errors, open_existing
+from hyperfolio.cli.options import CollectionOpt, JsonOpt, collection_flag, open_existing
+from hyperfolio.cli.printers import console, counted, errors, print_json
 from hyperfolio.store.integrity import EXAMPLES, KINDS, IntegrityReport, Unfinished
 
 RepairOpt = Annotated[
@@ -35,7 +35,7 @@ def check_command(collection: CollectionOpt = None, repair: RepairOpt = False, a
     finally:
         col.close()
     if as_json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        print_json(report.to_dict(), ensure_ascii=False)
     else:
         _print_report(report, collection)
     if not report.ok:

@@ -1,7 +1,7 @@
 """Merged descriptions summarised by a language model (Hyper-M2RAG canonical merging).
 
-Offline, an entity seen on many pages keeps its distinct descriptions, deduplicated and
-capped. With a model configured, an entity with several descriptions gets one summary
+Offline (in `merge`), an entity seen on many pages keeps its distinct descriptions, deduplicated
+and capped. With a model configured, an entity with several descriptions gets one summary
 that keeps every fact, so its vertex reads as one coherent statement.
 """
 

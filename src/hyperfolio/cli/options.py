@@ -1,26 +1,22 @@
-"""What every command of the CLI shares: the consoles, one-line errors, counted nouns, and where the
-collection is (a command other than `add` never creates one by opening a mistyped path)."""
+"""The options several commands take, and where the collection is (a command other than `add` never creates
+one by opening a mistyped path)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from hyperfolio.config import data_home, default_collection
+from hyperfolio.cli.printers import fail
+from hyperfolio.config import Settings, data_home, default_collection
 from hyperfolio.errors import HyperfolioError
+from hyperfolio.retrieve import STRATEGIES
 from hyperfolio.store import display_name, resolve_location, store_exists
 
 if TYPE_CHECKING:
     from hyperfolio.collection import Collection
 
-console = Console()
-errors = Console(stderr=True)
-
-# Options several commands take (cli.py and cli_check.py).
 CollectionOpt = Annotated[
     str | None,
     typer.Option(
@@ -34,12 +30,16 @@ CollectionOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    """One line on stderr naming what is wrong, then exit `code`."""
-    errors.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
-    raise typer.Exit(code)
+ModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--mode",
+        "-m",
+        help=f"Retrieval mode: {', '.join(STRATEGIES)}. Default: {Settings().default_mode}, or the collection's "
+        "default_mode setting.",
+        show_default=False,
+    ),
+]
 
 
 def location(collection: str | None) -> str:
@@ -78,8 +78,3 @@ def _missing(collection: str | None, where: str) -> str:
     if collection and store_exists(Path(collection).absolute()):
         return f"{said}, but the folder ./{collection} here is one: use -c ./{collection}"
     return f"{said} (hyperfolio collections lists them); {create}"
-
-
-def counted(count: int, noun: str, many: str | None = None) -> str:
-    """'1 page', '3 pages', '0 documents'."""
-    return f"{count:,} {noun if count == 1 else many or noun + 's'}"

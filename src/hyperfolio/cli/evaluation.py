@@ -1,8 +1,5 @@
-"""`hyperfolio eval`: benchmark retrieval strategies on the development sets.
-
-The CLI module registers `eval_command`; it lives here so the evaluation code keeps
-its own dependencies out of the everyday commands.
-"""
+"""`hyperfolio eval`, `judge` and `tune`: the commands over the evaluation code in `hyperfolio.eval`
+(benchmark strategies on the development sets, compare answers with a judge, fit the auto ranker)."""
 
 from __future__ import annotations
 
@@ -10,62 +7,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markdown import Markdown
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hyperfolio.cli_common import CollectionOpt
+from hyperfolio.cli.options import CollectionOpt, open_existing
+from hyperfolio.cli.printers import console, errors
+from hyperfolio.cli.progress import RichEvalProgress
 from hyperfolio.collection import RETRIEVAL_MODES as STRATEGIES
-from hyperfolio.collection import AddResult
 from hyperfolio.config import Settings
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval.datasets import DatasetMissing, dataset_label, load_dataset
 from hyperfolio.eval.ranker_training import AUTO_VARIANTS
 from hyperfolio.eval.report import markdown, write_report
-from hyperfolio.eval.runner import ABLATIONS, EvalProgress, EvalResult, run_eval
-
-console = Console()
-errors = Console(stderr=True)
+from hyperfolio.eval.runner import ABLATIONS, EvalResult, run_eval
 
 DEFAULT_DATASETS = ("mmlongbench", "qasper")
-
-
-class RichEvalProgress(EvalProgress):
-    """Two Rich bars: files indexed (with pages/s) and queries run."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.index_task: TaskID | None = None
-        self.query_task: TaskID | None = None
-        self.pages = 0
-
-    def indexing(self, total_files: int) -> None:
-        self.index_task = self.progress.add_task("indexing", total=total_files, current="")
-
-    def file_started(self, path: str) -> None:
-        if self.index_task is not None:
-            self.progress.update(self.index_task, current=Path(path).name)
-
-    def file_finished(self, result: AddResult) -> None:
-        if self.index_task is None:
-            return
-        self.progress.update(self.index_task, advance=1)
-        if result.status == "failed":
-            self.progress.console.print(f"[red]failed[/red] {Path(result.path).name}: {result.reason}")
-        elif result.status != "skipped":
-            self.progress.console.print(
-                f"[green]{result.status}[/green] {Path(result.path).name} "
-                f"({result.pages} pages, {result.chunks} chunks, {result.seconds:.1f}s)"
-            )
-
-    def querying(self, total_queries: int) -> None:
-        if self.index_task is not None:
-            self.progress.update(self.index_task, current="done")
-        self.query_task = self.progress.add_task("querying", total=total_queries, current="")
-
-    def query_finished(self, strategy: str) -> None:
-        if self.query_task is not None:
-            self.progress.update(self.query_task, advance=1, current=strategy)
 
 
 def evaluate(
@@ -220,7 +176,6 @@ def tune_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; keep the ranker in use.")] = False,
 ) -> None:
     """Fit the `auto` ranker to your own labelled questions and keep it in the collection."""
-    from hyperfolio.cli_common import open_existing
     from hyperfolio.eval.tune import load_labelled, tune
 
     try:

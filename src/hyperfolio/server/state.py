@@ -1,0 +1,34 @@
+"""What every route shares: the open collections, the ingestion queue and the service's settings.
+
+Routes ask for it as a FastAPI dependency (`State`), so each router is a plain module, not a closure
+inside the app factory.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from hyperfolio.server.config import ServerConfig
+from hyperfolio.server.jobs import JobQueue
+from hyperfolio.server.library import Library
+
+
+@dataclass
+class ServiceState:
+    library: Library
+    jobs: JobQueue
+    config: ServerConfig
+    warm: threading.Event = field(default_factory=threading.Event)  # set once start-up is over
+
+
+async def state_of(request: Request) -> ServiceState:
+    """The app's shared state (async, so FastAPI reads it on the loop rather than a worker thread)."""
+    state: ServiceState = request.app.state.service
+    return state
+
+
+State = Annotated[ServiceState, Depends(state_of)]

@@ -1,0 +1,15 @@
+"""SQL written once for both backends: a dialect object for what they say differently (`dialect.py`),
+table mixins for the rest, and the integrity checks (`checks.py`)."""
+
+from __future__ import annotations
+
+from hyperfolio.store.sql.documents import DocumentTables
+from hyperfolio.store.sql.graph import GraphTables
+from hyperfolio.store.sql.records import RecordTables
+
+
+class SqlTables(DocumentTables, GraphTables, RecordTables):
+    """Every shared table; a backend class adds its connection, schema, vectors and keyword search."""
+
+
+__all__ = ["SqlTables"]
