@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,33 +76,22 @@ def chunk_body(item: EvidenceItem) -> str:
     return chunk.text.strip()
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as a worker object is
 class LLMAnswerer:
     """Answers from the evidence package with a structured chat model (the `answer` role)."""
 
     name = "llm"
 
-    def __init__(
-        self,
-        chat: StructuredChatModel,
-        fallback: Answerer,
-        *,
-        max_chunks: int = 10,
-        max_chunk_chars: int = 2000,
-        max_hyperedges: int = 10,
-        max_entities: int = 10,
-        stage: str = STAGE,
-        vision: StructuredChatModel | None = None,
-        check_support: bool = True,
-    ) -> None:
-        self.chat = chat
-        self.vision = vision  # answers instead when the evidence carries a picture of its graph
-        self.fallback = fallback
-        self.max_chunks = max_chunks
-        self.max_chunk_chars = max_chunk_chars
-        self.max_hyperedges = max_hyperedges
-        self.max_entities = max_entities
-        self.stage = stage
-        self.check_support = check_support  # keep only citations whose chunk holds the answer
+    chat: StructuredChatModel
+    fallback: Answerer
+    _: KW_ONLY
+    max_chunks: int = 10
+    max_chunk_chars: int = 2000
+    max_hyperedges: int = 10
+    max_entities: int = 10
+    stage: str = STAGE
+    vision: StructuredChatModel | None = None  # answers instead when the evidence carries a picture of its graph
+    check_support: bool = True  # keep only citations whose chunk holds the answer
 
     def _room(self) -> int | None:
         """Characters of evidence that fit the model's context beside the instructions, when known."""

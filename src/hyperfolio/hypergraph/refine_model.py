@@ -12,6 +12,7 @@ deterministic offline refiner for that anchor or page, and is counted in `fallba
 from __future__ import annotations
 
 import logging
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -64,32 +65,23 @@ def _short(text: str, limit: int) -> str:
     return clip(one_line(text), limit)
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as a worker object is
 class LLMRefiner:
     """Refined cross-page hyperedges from a structured chat model (counted under stage "refine")."""
 
     name = "llm"
 
-    def __init__(
-        self,
-        chat: StructuredChatModel,
-        *,
-        max_edges: int = 60,
-        max_description_chars: int = 300,
-        max_relations: int = 6,
-        max_star_edges: int = STAR_EDGES,
-        stage: str = STAGE,
-        fallback: OfflineRefiner | None = None,
-    ) -> None:
-        self.chat = chat
-        self.max_edges = max_edges
-        self.max_description_chars = max_description_chars
-        self.max_relations = max_relations
-        self.max_star_edges = max_star_edges
-        self.stage = stage
-        self.fallback = fallback or OfflineRefiner()
-        self.calls = 0
-        self.fallbacks = 0
-        self.errors: list[str] = []
+    chat: StructuredChatModel
+    _: KW_ONLY
+    max_edges: int = 60
+    max_description_chars: int = 300
+    max_relations: int = 6
+    max_star_edges: int = STAR_EDGES
+    stage: str = STAGE
+    fallback: OfflineRefiner = field(default_factory=OfflineRefiner)
+    calls: int = field(default=0, init=False)
+    fallbacks: int = field(default=0, init=False)
+    errors: list[str] = field(default_factory=list, init=False)
 
     # ------------------------------------------------------------------ prompt
     def _listing(self, sections: list[tuple[str, list[StarEdge]]]) -> tuple[list[tuple[str, str]], list[StarEdge]]:

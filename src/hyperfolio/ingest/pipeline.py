@@ -96,7 +96,7 @@ class Opened(Protocol):
 OpenedT = TypeVar("OpenedT", bound=Opened)
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity, as a worker object is
 class IngestPipeline:
     """Adds files to one store, one file at a time under `lock` (the collection's single writer), and
     rebuilds, replaces and removes what it indexed.
