@@ -201,7 +201,7 @@ class Collection:
         """
         from hyperfolio.ingest.estimate import estimate_adding
 
-        return estimate_adding(paths, password, self.settings, self.models, offline_extractor(self.parts.parts()))
+        return estimate_adding(paths, password, self.settings, self.models, offline_extractor(self.parts.role_parts()))
 
     def check(self, repair: bool = False) -> IntegrityReport:
         """Find rows of the store that point at rows no longer there (store/integrity.py lists the kinds).
@@ -341,7 +341,7 @@ class Collection:
         if embed_threads is not None:
             embedder = make_embedder(self.embedder_name, self.settings.embed_batch, threads=embed_threads)
         twin = Collection(self.location, self.settings, embedder=embedder, folder=self.path)
-        self.parts.shared_with(twin.parts, embedder)
+        self.parts.shared_with(twin.parts)
         return twin
 
     # The work is CPU- and disk-bound; a thread keeps an event loop (e.g. the web service) responsive.

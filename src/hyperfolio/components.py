@@ -208,9 +208,10 @@ class ComponentSet:
 
     def get(self, name: str) -> Any:
         """The component `name` of ROLES, built now (components are cheap; the models they use are kept)."""
-        return component(name, self.parts())
+        return component(name, self.role_parts())
 
-    def parts(self) -> Parts:
+    def role_parts(self) -> Parts:
+        """What the ROLES builders take from this collection."""
         return Parts(
             self.settings, self.models, self.store, lambda: self.embedder, self._image_bytes, self._chunk_picture
         )
@@ -232,7 +233,7 @@ class ComponentSet:
     @property
     def answerer(self) -> Answerer:
         if self._answerer is None:
-            self._answerer = component("answerer", self.parts())
+            self._answerer = self.get("answerer")
         return self._answerer
 
     def answerer_for(self, strategy: Strategy) -> Answerer:
@@ -303,9 +304,9 @@ class ComponentSet:
         """The chunk embedder if it is loaded (a copy of the collection shares it), else None."""
         return self._embedder
 
-    def shared_with(self, twin: ComponentSet, embedder: Embedder) -> None:
-        """`twin` (a second handle on the same collection) uses `embedder` and this set's graph embedder."""
-        twin._embedder, twin._graph_embedder, twin._answerer = embedder, self.graph_embedder, self._answerer
+    def shared_with(self, twin: ComponentSet) -> None:
+        """`twin` (a second handle on the same collection) uses this set's graph embedder and answerer."""
+        twin._graph_embedder, twin._answerer = self.graph_embedder, self._answerer
 
     def close(self) -> None:
         if self._models is not None:
