@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
 
 from hyperfolio.answer.extractive import Answerer
 from hyperfolio.components import ComponentSet, offline_extractor
@@ -26,7 +26,7 @@ from hyperfolio.ingest.pipeline import IngestPipeline
 from hyperfolio.ingest.repair import check_store
 from hyperfolio.ingest.report import AddProgress, AddReport, AddResult, collection_stats, expand_paths
 from hyperfolio.llm.registry import ModelSet
-from hyperfolio.model import Answer, Decision, DocumentInfo, EvidencePackage
+from hyperfolio.model import Answer, Decision, DocumentInfo, EvidencePackage, Scope
 from hyperfolio.parse.unlock import Password
 from hyperfolio.retrieve import STRATEGIES, Query, Strategy, make_strategy
 from hyperfolio.retrieve.encoding import TextCache
@@ -216,30 +216,25 @@ class Collection:
         """The one place a mode is resolved: the one asked for, else the collection's default."""
         return make_strategy(mode or self.settings.default_mode)
 
-    def retrieve(
-        self,
-        question: str,
-        mode: str | None = None,
-        k: int | None = None,
-        doc: str | Sequence[str] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> EvidencePackage:
+    def retrieve(self, question: str, **scope: Unpack[Scope]) -> EvidencePackage:
         """Ranked, cited evidence for a question, over the collection or scoped to documents.
 
-        `options` change the mode's knobs for this call (`DualOptions`, `ConceptOptions`, `TopDownOptions`;
-        `by_modality` and the per-modality limits for the flat modes), typed against the mode this call
-        runs (the collection's default when none is given): strings from a command line or a form will do."""
+        `scope` (model.Scope): the mode, k, the documents, and `options` that change the mode's knobs for
+        this call (`DualOptions`, `ConceptOptions`, `TopDownOptions`; `by_modality` and the per-modality
+        limits for the flat modes), typed against the mode this call runs (the collection's default when
+        none is given): strings from a command line or a form will do."""
         if not question.strip():
             raise HyperfolioError("the question is empty")
-        strategy = self._strategy(mode)
+        strategy = self._strategy(scope.get("mode"))
+        k = scope.get("k")
         if k is not None and k < 1:
             raise HyperfolioError(f"k must be at least 1, not {k}")
-        query = Query(text=question, k=k or self.settings.top_k, doc_ids=ready_scope(doc, self.resolve))
+        query = Query(text=question, k=k or self.settings.top_k, doc_ids=ready_scope(scope.get("doc"), self.resolve))
         started = time.perf_counter()
         context = self.parts.retrieval_context(self._texts)
         if strategy.needs_ranker:
             context.ranker = self.ranker
-        return run_strategy(strategy, query, context, options, started)
+        return run_strategy(strategy, query, context, scope.get("options"), started)
 
     def candidates(
         self, question: str, doc: str | Sequence[str] | None = None, exclude: Sequence[str] = ()
@@ -251,21 +246,13 @@ class Collection:
         query = Query(text=question, k=self.settings.top_k, doc_ids=ready_scope(doc, self.resolve))
         return candidate_features(query, self.parts.retrieval_context(self._texts), exclude)
 
-    def ask(
-        self,
-        question: str,
-        mode: str | None = None,
-        k: int | None = None,
-        doc: str | Sequence[str] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> Answer:
+    def ask(self, question: str, **scope: Unpack[Scope]) -> Answer:
         """Answer a question with citations to document, page and region.
 
         A lexical mode (bm25) stays lexical end to end: without a language model the passages are
         scored by their words, so no embedding model loads (an answer from the CLI in about a second).
         """
-        evidence = self.retrieve(question, mode=mode, k=k, doc=doc, options=options)
-        return self.answer(question, evidence, mode)
+        return self.answer(question, self.retrieve(question, **scope), scope.get("mode"))
 
     def answer(
         self,
@@ -348,13 +335,13 @@ class Collection:
     async def aadd(self, paths: Iterable[str | Path] | str | Path, progress: AddProgress | None = None) -> AddReport:
         return await asyncio.to_thread(self.add, paths, progress)
 
-    async def aretrieve(self, question: str, *args: Any, **kwargs: Any) -> EvidencePackage:
-        """`retrieve` in a thread; the same arguments."""
-        return await asyncio.to_thread(self.retrieve, question, *args, **kwargs)
+    async def aretrieve(self, question: str, **scope: Unpack[Scope]) -> EvidencePackage:
+        """`retrieve` in a thread."""
+        return await asyncio.to_thread(lambda: self.retrieve(question, **scope))
 
-    async def aask(self, question: str, *args: Any, **kwargs: Any) -> Answer:
-        """`ask` in a thread; the same arguments."""
-        return await asyncio.to_thread(self.ask, question, *args, **kwargs)
+    async def aask(self, question: str, **scope: Unpack[Scope]) -> Answer:
+        """`ask` in a thread."""
+        return await asyncio.to_thread(lambda: self.ask(question, **scope))
 
     async def aremove(self, ref: str) -> DocumentInfo:
         return await asyncio.to_thread(self.remove, ref)

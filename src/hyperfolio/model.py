@@ -8,8 +8,9 @@ to document, page and region.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 Modality = Literal["text", "table", "image", "formula"]
 MODALITIES: tuple[Modality, ...] = ("text", "table", "image", "formula")
@@ -219,6 +220,17 @@ class EvidencePackage:
         if self.ranked_pages:
             return [(p.doc_id, p.page) for p in self.ranked_pages[:k]]
         return self.pages()[:k]
+
+
+class Scope(TypedDict, total=False):
+    """How a question is asked, the same on every face (library, CLI, service, MCP): `mode` (the
+    collection's default when absent), `k` evidence items, `doc` the documents it is scoped to (ids, file
+    names or titles; the whole collection when absent) and `options`, the mode's knobs for this call."""
+
+    mode: str | None
+    k: int | None
+    doc: str | Sequence[str] | None
+    options: dict[str, Any] | None
 
 
 @dataclass

@@ -34,6 +34,36 @@ def _heading(page: pymupdf.Page, y: float, text: str, size: float = 15) -> float
     return y + size + 12
 
 
+# Each section's paragraphs, in order: the facts the sample questions ask about.
+_PROSE: dict[str, tuple[str, ...]] = {
+    "Executive Summary": (
+        "Northwind Renewables is an independent wind and solar power producer headquartered in "
+        "Aarhus, Denmark. In 2024 the company generated revenue of $412.6 million, an increase of "
+        "18 percent over 2023, and employed 1,240 people across four operating regions. Installed "
+        "capacity reached 4,470 MW at year end after the commissioning of two offshore wind farms.",
+        "Net income was $61.3 million. The board proposes a dividend of $0.42 per share. "
+        "Safety performance improved, with a lost-time injury rate of 0.9 per million hours worked.",
+    ),
+    "Regional Performance": (
+        "Generation revenue is reported by operating region. The North Sea portfolio remains the "
+        "largest contributor, while the Great Lakes region, added in 2022, grew fastest. Services "
+        "and grid-balancing income of $23.0 million is reported separately.",
+    ),
+    "Generation Trends": (
+        "Electricity generation has risen every year since 2020 as new capacity came online. "
+        "Figure 1 shows annual generation in terawatt-hours.",
+    ),
+    "Outlook 2025": (
+        "For 2025 Northwind Renewables expects revenue between $450 million and $480 million. "
+        "The Skagen offshore project (420 MW) is scheduled to start operation in the third quarter, "
+        "and a 150 MW battery storage site in Iberia enters construction.",
+        "The company plans to hire about 200 additional engineers and technicians, mainly in "
+        "Aarhus and Bilbao, and targets a lost-time injury rate below 0.8.",
+    ),
+}
+_TABLE_NOTE = "Capacity figures are net of minority interests. Revenue excludes hedging gains and losses."
+
+
 def _paragraph(page: pymupdf.Page, y: float, text: str, size: float = 10.5) -> float:
     """Wrapped body text; returns the y just below it."""
     rect = pymupdf.Rect(_MARGIN, y, _WIDTH - _MARGIN, _HEIGHT - _MARGIN)
@@ -91,61 +121,40 @@ def _table(page: pymupdf.Page, top: float) -> float:
     return bottom
 
 
-def _section_page(doc: pymupdf.Document, heading: str, text: str) -> tuple[pymupdf.Page, float]:
-    """A new page opening with a section heading and its first paragraph; returns the page and the y below."""
+def _section(page: pymupdf.Page, y: float, heading: str) -> float:
+    """A section heading and its paragraphs (`_PROSE`) from `y` down; returns the y below them."""
+    y = _heading(page, y, heading)
+    for text in _PROSE[heading]:
+        y = _paragraph(page, y, text)
+    return y
+
+
+def _section_page(doc: pymupdf.Document, heading: str) -> tuple[pymupdf.Page, float]:
+    """A new page opening with a section; returns the page and the y below it."""
     page = doc.new_page(width=_WIDTH, height=_HEIGHT)
-    return page, _paragraph(page, _heading(page, 90, heading), text)
+    return page, _section(page, 90, heading)
 
 
 def _summary_page(doc: pymupdf.Document) -> None:
     page = doc.new_page(width=_WIDTH, height=_HEIGHT)
     y = _heading(page, 120, "Northwind Renewables", size=26)
     y = _heading(page, y + 4, "Annual Report 2024", size=16) + 20
-    y = _heading(page, y, "Executive Summary")
-    y = _paragraph(
-        page,
-        y,
-        "Northwind Renewables is an independent wind and solar power producer headquartered in "
-        "Aarhus, Denmark. In 2024 the company generated revenue of $412.6 million, an increase of "
-        "18 percent over 2023, and employed 1,240 people across four operating regions. Installed "
-        "capacity reached 4,470 MW at year end after the commissioning of two offshore wind farms.",
-    )
-    _paragraph(
-        page,
-        y,
-        "Net income was $61.3 million. The board proposes a dividend of $0.42 per share. "
-        "Safety performance improved, with a lost-time injury rate of 0.9 per million hours worked.",
-    )
+    _section(page, y, "Executive Summary")
 
 
 def _regions_page(doc: pymupdf.Document) -> None:
     """Page 2: Table 1, where the sample question's answer is."""
-    page, y = _section_page(
-        doc,
-        "Regional Performance",
-        "Generation revenue is reported by operating region. The North Sea portfolio remains the "
-        "largest contributor, while the Great Lakes region, added in 2022, grew fastest. Services "
-        "and grid-balancing income of $23.0 million is reported separately.",
-    )
+    page, y = _section_page(doc, "Regional Performance")
     page.insert_text(
         (_MARGIN, y + 4), "Table 1: Installed capacity and revenue by region, 2024", fontname="helv", fontsize=10
     )
     bottom = _table(page, y + 14)
-    _paragraph(
-        page,
-        bottom + 24,
-        "Capacity figures are net of minority interests. Revenue excludes hedging gains and losses.",
-    )
+    _paragraph(page, bottom + 24, _TABLE_NOTE)
 
 
 def _trends_page(doc: pymupdf.Document) -> None:
     """Page 3: Figure 1, a chart image with its caption."""
-    page, y = _section_page(
-        doc,
-        "Generation Trends",
-        "Electricity generation has risen every year since 2020 as new capacity came online. "
-        "Figure 1 shows annual generation in terawatt-hours.",
-    )
+    page, y = _section_page(doc, "Generation Trends")
     chart = pymupdf.Rect(_MARGIN, y, _WIDTH - _MARGIN, y + (_WIDTH - 2 * _MARGIN) * 3.2 / 6)
     page.insert_image(chart, stream=_chart_png())
     page.insert_text(
@@ -157,19 +166,7 @@ def _trends_page(doc: pymupdf.Document) -> None:
 
 
 def _outlook_page(doc: pymupdf.Document) -> None:
-    page, y = _section_page(
-        doc,
-        "Outlook 2025",
-        "For 2025 Northwind Renewables expects revenue between $450 million and $480 million. "
-        "The Skagen offshore project (420 MW) is scheduled to start operation in the third quarter, "
-        "and a 150 MW battery storage site in Iberia enters construction.",
-    )
-    _paragraph(
-        page,
-        y,
-        "The company plans to hire about 200 additional engineers and technicians, mainly in "
-        "Aarhus and Bilbao, and targets a lost-time injury rate below 0.8.",
-    )
+    _section_page(doc, "Outlook 2025")
 
 
 def write_sample_report(path: Path) -> Path:

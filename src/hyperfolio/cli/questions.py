@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_type_hints
 
 import typer
 
@@ -15,6 +16,7 @@ from hyperfolio.cli.options import CollectionOpt, JsonOpt, ModeOpt, collection_f
 from hyperfolio.cli.printers import console, counted, errors, fail, print_answer, print_evidence, print_json
 from hyperfolio.collection import Collection
 from hyperfolio.errors import HyperfolioError
+from hyperfolio.model import Scope
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.store import display_name, is_server_location
 
@@ -52,14 +54,11 @@ def _parse_knobs(pairs: list[str] | None) -> dict[str, Any] | None:
 @dataclass(frozen=True)
 class _Question:
     """What `ask` and `retrieve` share: the question, where it goes (a running service or the collection)
-    and the retrieval options."""
+    and its scope (mode, k, document, knobs)."""
 
     text: str
     collection: str | None
-    mode: str | None
-    k: int | None
-    doc: str | None
-    knobs: list[str] | None
+    scope: Scope
     server: str | None
 
     def put(self, kind: Literal["ask", "retrieve"]) -> dict[str, Any]:
@@ -72,14 +71,12 @@ class _Question:
     def _to_collection(self, kind: Literal["ask", "retrieve"]) -> dict[str, Any]:
         """Run `Collection.ask` or `.retrieve`, turning user mistakes into a clear error and exit code 1."""
         col = _searchable(self.collection)
-        method: Callable[..., Any] = col.ask if kind == "ask" else col.retrieve
-        render: Callable[[Any], dict[str, Any]] = answer_dict if kind == "ask" else evidence_dict
-        options = _parse_knobs(self.knobs)
         try:
-            found = method(self.text, mode=self.mode, k=self.k, doc=self.doc, options=options)
+            if kind == "ask":
+                return answer_dict(col.ask(self.text, **self.scope))
+            return evidence_dict(col.retrieve(self.text, **self.scope))
         except (HyperfolioError, ValueError) as exc:
             fail(str(exc))
-        return render(found)
 
     def _to_service(self, url: str, kind: Literal["ask", "retrieve"]) -> dict[str, Any]:
         """Ask a running service (its collection of the same name as --collection's last part)."""
@@ -88,12 +85,45 @@ class _Question:
         client = ServiceClient(url, os.environ.get("HYPERFOLIO_API_KEY", ""))
         try:
             method = client.ask if kind == "ask" else client.retrieve
-            name = Path(location(self.collection)).name
-            return method(name, self.text, mode=self.mode, k=self.k, doc=self.doc, options=_parse_knobs(self.knobs))
+            return method(Path(location(self.collection)).name, self.text, **self.scope)
         except HyperfolioError as exc:
             fail(str(exc))
         finally:
             client.close()
+
+
+def _question_arguments(
+    question: QuestionArg,
+    collection: CollectionOpt = None,
+    mode: ModeOpt = None,
+    doc: DocOpt = None,
+    k: KOpt = None,
+    as_json: JsonOpt = False,
+    knobs: SetOpt = None,
+    server: ServerOpt = None,
+) -> None:
+    """The arguments of every command that puts a question (declared once; see `question_command`)."""
+
+
+def question_command(command: Callable[..., None]) -> Callable[..., None]:
+    """A Typer command taking `_question_arguments` and then the command's own options; `command` gets the
+    `_Question` and `as_json` first. Typer reads the signature and hints set here (as the MCP tools do)."""
+    shared = list(inspect.signature(_question_arguments).parameters.values())
+    own = list(inspect.signature(command).parameters.values())[2:]
+    own_hints = get_type_hints(command, include_extras=True)
+    hints = get_type_hints(_question_arguments, include_extras=True) | {p.name: own_hints[p.name] for p in own}
+    params = [p.replace(annotation=hints[p.name]) for p in shared + own]
+
+    def run(**given: Any) -> None:
+        scope = Scope(mode=given.pop("mode"), k=given.pop("k"), doc=given.pop("doc"))
+        scope["options"] = _parse_knobs(given.pop("knobs"))
+        asked = _Question(given.pop("question"), given.pop("collection"), scope, given.pop("server"))
+        command(asked, given.pop("as_json"), **given)
+
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    run.__name__, run.__qualname__, run.__doc__ = command.__name__, command.__qualname__, command.__doc__
+    return run
 
 
 def _searchable(collection: str | None) -> Collection:
@@ -117,19 +147,14 @@ def _say_unfinished(meta: dict[str, Any], collection: str | None) -> None:
         )
 
 
+@question_command
 def ask(
-    question: QuestionArg,
-    collection: CollectionOpt = None,
-    mode: ModeOpt = None,
-    doc: DocOpt = None,
-    k: KOpt = None,
-    as_json: JsonOpt = False,
+    asked: _Question,
+    as_json: bool,
     show_evidence: Annotated[bool, typer.Option("--evidence", help="Also print the evidence table.")] = False,
-    knobs: SetOpt = None,
-    server: ServerOpt = None,
 ) -> None:
     """Answer a question with citations (document, page, region)."""
-    answer = _Question(question, collection, mode, k, doc, knobs, server).put("ask")
+    answer = asked.put("ask")
     if as_json:
         print_json(answer, ensure_ascii=False)
         return
@@ -138,18 +163,10 @@ def ask(
     print_answer(answer)
 
 
-def retrieve(
-    question: QuestionArg,
-    collection: CollectionOpt = None,
-    mode: ModeOpt = None,
-    doc: DocOpt = None,
-    k: KOpt = None,
-    as_json: JsonOpt = False,
-    knobs: SetOpt = None,
-    server: ServerOpt = None,
-) -> None:
+@question_command
+def retrieve(asked: _Question, as_json: bool) -> None:
     """Show the ranked evidence for a question, without answering."""
-    evidence = _Question(question, collection, mode, k, doc, knobs, server).put("retrieve")
+    evidence = asked.put("retrieve")
     if as_json:
         print_json(evidence, ensure_ascii=False)
     else:

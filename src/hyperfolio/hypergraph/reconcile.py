@@ -32,6 +32,7 @@ from hyperfolio.phrases import content_words, first_number, normalize_name
 from hyperfolio.store.base import RECONCILE_COUNTS, DocumentStore, HypergraphStore, Store
 
 MUTUAL, TEMPORAL, GRANULARITY = "mutual", "temporal", "granularity"
+KINDS = (MUTUAL, TEMPORAL, GRANULARITY)  # a conflict's kind; the first is the default
 # Relations that give their head one value at a time: membership, place, identity, ownership.
 _FUNCTIONAL_WORDS = {
     "belongs", "belong", "part", "member", "system", "network", "group", "owned", "owner", "operated",

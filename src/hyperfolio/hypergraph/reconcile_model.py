@@ -15,17 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from hyperfolio.hypergraph.reconcile import (
-    GRANULARITY,
-    GROUP_POOL,
-    MUTUAL,
-    TEMPORAL,
-    Conflict,
-    Detection,
-    Fact,
-    FactView,
-    Resolution,
-)
+from hyperfolio.hypergraph.reconcile import GROUP_POOL, KINDS, MUTUAL, Conflict, Detection, Fact, FactView, Resolution
 from hyperfolio.hypergraph.reconcile_offline import OfflineDetector, OfflineResolver
 from hyperfolio.llm.errors import ModelCallError
 from hyperfolio.llm.fence import Fence, with_evidence_rule
@@ -36,7 +26,6 @@ from hyperfolio.phrases import clip, one_line
 log = logging.getLogger(__name__)
 
 STAGE = "reconcile"
-KINDS = (MUTUAL, TEMPORAL, GRANULARITY)
 
 
 class ConflictPair(BaseModel):

@@ -39,12 +39,15 @@ def file_bytes_limit(options: ParseOptions) -> int:
     return int(options.max_file_mb * MB)
 
 
+def _past_limit(name: str, found: str, limit: str, setting: str) -> ParseError:
+    """Every refusal reads the same: what was found, the limit, and the setting that raises it."""
+    return ParseError(name, f"{found}; the limit is {limit} (parse.{setting})")
+
+
 def check_size(path: Path, size: int, options: ParseOptions) -> None:
     """Refuse a file larger than parse.max_file_mb before its bytes are read."""
     if size > file_bytes_limit(options):
-        raise ParseError(
-            str(path), f"{megabytes(size)}; the limit is {options.max_file_mb:g} MB per file (parse.max_file_mb)"
-        )
+        raise _past_limit(str(path), megabytes(size), f"{options.max_file_mb:g} MB per file", "max_file_mb")
 
 
 class _HasText(Protocol):
@@ -100,16 +103,12 @@ def check_limits(path: Path, kind: str, data: bytes, options: ParseOptions) -> N
 
 def check_pages(path: Path, pages: int, options: ParseOptions) -> None:
     if pages > options.max_pages:
-        raise ParseError(
-            str(path), f"{pages:,} pages; the limit is {options.max_pages:,} pages per document (parse.max_pages)"
-        )
+        raise _past_limit(str(path), f"{pages:,} pages", f"{options.max_pages:,} pages per document", "max_pages")
 
 
 def _too_many_pixels(name: str, said: str, options: ParseOptions) -> ParseError:
     """The refusal of an image of `said` ("6,000 x 4,000 pixels") past parse.max_image_pixels."""
-    return ParseError(
-        name, f"an image of {said}; the limit is {options.max_image_pixels:,} pixels (parse.max_image_pixels)"
-    )
+    return _past_limit(name, f"an image of {said}", f"{options.max_image_pixels:,} pixels", "max_image_pixels")
 
 
 def check_pixels(name: str, width: int, height: int, options: ParseOptions) -> None:
@@ -128,11 +127,8 @@ def check_archive(path: Path, data: bytes, options: ParseOptions) -> None:
     total = sum(m.file_size for m in members)
     limit = int(options.max_archive_mb * MB)
     if total > limit:
-        raise ParseError(
-            str(path),
-            f"its parts inflate to {megabytes(total)}; the limit is {options.max_archive_mb:g} MB "
-            "(parse.max_archive_mb)",
-        )
+        found = f"its parts inflate to {megabytes(total)}"
+        raise _past_limit(str(path), found, f"{options.max_archive_mb:g} MB", "max_archive_mb")
 
 
 def _check_image(path: Path, data: bytes, options: ParseOptions) -> None:
@@ -188,11 +184,8 @@ def _check_pdf(path: Path, data: bytes, options: ParseOptions) -> None:
                 continue
             size = _inflated_size(raw, layers, limit)
             if size > limit:
-                raise ParseError(
-                    str(path),
-                    f"a compressed stream (object {xref}) inflates past {options.max_stream_mb:g} MB "
-                    "(parse.max_stream_mb): a decompression bomb",
-                )
+                found = f"a compressed stream (object {xref}) inflates past it, a decompression bomb"
+                raise _past_limit(str(path), found, f"{options.max_stream_mb:g} MB", "max_stream_mb")
 
 
 def _inflated_size(raw: bytes, layers: int, limit: int) -> int:

@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 
 from hyperfolio.collection import AddResult, Collection
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.model import Citation
+from hyperfolio.model import Citation, Scope
 from hyperfolio.parse.unlock import NEEDED
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
@@ -169,16 +169,9 @@ def _reason(reason: str) -> str:
 
 
 def _add_row(r: AddResult) -> dict[str, Any]:
-    return {
-        "file": r.path,
-        "status": r.status,
-        "doc_id": r.doc_id,
-        "title": r.title,
-        "pages": r.pages,
-        "chunks": r.chunks,
-        "seconds": round(r.seconds, 3),
-        "reason": _reason(r.reason),
-    }
+    """What an agent needs of an added file (the service's jobs give every field)."""
+    row = {key: getattr(r, key) for key in ("status", "doc_id", "title", "pages", "chunks")}
+    return {"file": r.path, **row, "seconds": round(r.seconds, 3), "reason": _reason(r.reason)}
 
 
 def _add_line(r: AddResult) -> str:
@@ -245,7 +238,7 @@ def _graph_text(summary: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- the tools
-Answering = Callable[["Tools", Collection, str, dict[str, Any]], dict[str, Any]]
+Answering = Callable[["Tools", Collection, str, Scope], dict[str, Any]]
 ToolMethod = Callable[..., Awaitable[CallToolResult]]
 
 
@@ -266,7 +259,7 @@ def question_tool(render: Callable[[dict[str, Any]], str]) -> Callable[[Answerin
             collection: CollectionArg = DEFAULT_COLLECTION,
             options: OptionsArg = None,
         ) -> Structured:
-            scope = {"mode": mode, "k": k, "doc": doc, "options": options}
+            scope = Scope(mode=mode, k=k, doc=doc, options=options)
             data = await self.work(lambda: answering(self, self.library.reader(collection), question, scope))
             return _result(render(data), _plain(data))
 
@@ -372,7 +365,7 @@ class Tools:
         return _result("\n".join(lines), data, error=failed)
 
     @question_tool(_answer_text)
-    def ask(self, col: Collection, question: str, scope: dict[str, Any]) -> dict[str, Any]:
+    def ask(self, col: Collection, question: str, scope: Scope) -> dict[str, Any]:
         """Answer a question from the collection's documents, with numbered citations.
 
         Each citation [n] names the document (title and doc id), the page (and the printed page
@@ -382,7 +375,7 @@ class Tools:
         return answer_dict(col.ask(question, **scope))
 
     @question_tool(_evidence_text)
-    def retrieve(self, col: Collection, question: str, scope: dict[str, Any]) -> dict[str, Any]:
+    def retrieve(self, col: Collection, question: str, scope: Scope) -> dict[str, Any]:
         """Rank the passages (text, tables, figures) that bear on a question, each with its citation.
 
         Use it to read the evidence itself rather than a composed answer.

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from hyperfolio.collection import Collection
 from hyperfolio.errors import HyperfolioError
+from hyperfolio.model import Scope
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
 from hyperfolio.server.state import State
@@ -36,14 +37,13 @@ class AskRequest(BaseModel):
 async def evidence_of(state: State, name: str, body: AskRequest) -> tuple[Collection, Any]:
     """The collection and the question's evidence, found before the stream starts (see `job_of`)."""
     col = state.library.reader(name)
-    options = _options(body)
-    return col, await asyncio.to_thread(col.retrieve, body.question, body.mode, body.k, body.doc, options)
+    return col, await col.aretrieve(body.question, **_scope(body))
 
 
 @router.post("/api/collections/{name}/ask", summary="Answer a question with citations.")
 def ask(state: State, name: str, body: AskRequest) -> dict[str, Any]:
     col = state.library.reader(name)
-    answer = col.ask(body.question, mode=body.mode, k=body.k, doc=body.doc, options=_options(body))
+    answer = col.ask(body.question, **_scope(body))
     return answer_dict(answer)
 
 
@@ -81,10 +81,12 @@ async def ask_stream(
 
 @router.post("/api/collections/{name}/retrieve", summary="Ranked, cited evidence.")
 def retrieve(state: State, name: str, body: AskRequest) -> dict[str, Any]:
-    evidence = state.library.reader(name).retrieve(body.question, body.mode, body.k, body.doc, _options(body))
+    evidence = state.library.reader(name).retrieve(body.question, **_scope(body))
     return evidence_dict(evidence)
 
 
-def _options(body: AskRequest) -> dict[str, Any] | None:
-    """The knobs as given; the collection types them against the mode it runs (a mistake: 400)."""
-    return {k: str(v) for k, v in body.options.items()} if body.options else None
+def _scope(body: AskRequest) -> Scope:
+    """The request's scope; its knobs as given (the collection types them against the mode it runs: a
+    mistake is a 400)."""
+    options = {k: str(v) for k, v in body.options.items()} if body.options else None
+    return Scope(mode=body.mode, k=body.k, doc=body.doc, options=options)
