@@ -15,7 +15,7 @@ TIERS = {
     "model": 0, "errors": 0, "version": 0, "timing": 0, "phrases": 0, "lexicon": 0, "textmatch": 0, "config": 0,
     "render": 0,  # plain-data views of answers, for the faces' JSON
     "store": 1, "llm": 1, "embed": 1,
-    "parse": 2, "hypergraph": 2, "retrieve": 2, "answer": 2, "viz": 2,
+    "parse": 2, "cards": 2, "hypergraph": 2, "retrieve": 2, "answer": 2, "viz": 2,
     "ingest": 3, "components": 3,
     "collection": 4,
     "cli": 5, "server": 5, "eval": 5, "sample": 5, "__main__": 5, "__init__": 5,

@@ -32,6 +32,7 @@ from hyperfolio.retrieve import STRATEGIES, Query, Strategy, make_strategy
 from hyperfolio.retrieve.encoding import TextCache
 from hyperfolio.retrieve.features import Candidates, candidate_features
 from hyperfolio.retrieve.ranker import RankerSet
+from hyperfolio.retrieve.routing import routed
 from hyperfolio.retrieve.run import ready_scope, run_strategy
 from hyperfolio.store import (
     Store,
@@ -244,7 +245,12 @@ class Collection:
         if not question.strip():
             raise HyperfolioError("the question is empty")
         query = Query(text=question, k=self.settings.top_k, doc_ids=ready_scope(doc, self.resolve))
-        return candidate_features(query, self.parts.retrieval_context(self._texts), exclude)
+        context = self.parts.retrieval_context(self._texts)
+        query, found = routed(query, context)  # as `auto` asks it
+        candidates = candidate_features(query, context, exclude)
+        if found is not None:
+            candidates.meta["routed_to"] = found.doc_ids
+        return candidates
 
     def ask(self, question: str, **scope: Unpack[Scope]) -> Answer:
         """Answer a question with citations to document, page and region.

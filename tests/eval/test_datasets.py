@@ -172,3 +172,46 @@ def test_normalise_source() -> None:
     assert ds.normalise_source("Generalized-text (Layout)") == "Layout"
     assert ds.normalise_source("Pure-text (Plain-text)") == "Pure-text"
     assert ds.normalise_source("Chart") == "Chart"
+
+
+def fb_row(fid: str, doc: str, pages: list[int]) -> dict:
+    evidence = [{"doc_name": doc, "evidence_page_num": p, "evidence_text": "x"} for p in pages]
+    return {
+        "financebench_id": fid,
+        "company": "Acme",
+        "doc_name": doc,
+        "question_reasoning": None,
+        "question": f"question {fid}?",
+        "answer": "$1.2 billion",
+        "evidence": evidence,
+    }
+
+
+def test_financebench_loader_turns_pages_one_based_and_counts_skips(tmp_path: Path, pdf_writer) -> None:
+    folder = tmp_path / "financebench_dev"
+    (folder / "pdfs").mkdir(parents=True)
+    pdf_writer(folder / "pdfs" / "ACME_2022_10K.pdf", ["Cover", "Income statement", "Balance sheet"])
+    rows = [
+        fb_row("fb1", "ACME_2022_10K", [2, 0, 2]),
+        fb_row("fb2", "GONE_2020_10K", [1]),  # filing not in pdfs/
+        fb_row("fb3", "ACME_2022_10K", [3]),  # page 4 of a 3-page filing
+        fb_row("fb4", "ACME_2022_10K", []),
+        fb_row("fb5", "ACME_2022_10K", [1]),
+    ]
+    write_jsonl(folder / "qa.jsonl", rows)
+
+    data = ds.load_dataset("financebench", tmp_path / "cache", root=tmp_path)
+
+    assert data.name == "financebench" and data.evidence == "pages"
+    assert [q.qid for q in data.questions] == ["fb1", "fb5"]
+    assert data.skipped == {"filing missing": 1, "evidence page outside the document": 1, "no evidence pages": 1}
+    assert [p.name for p in data.documents] == ["ACME_2022_10K.pdf"]
+    first = data.questions[0]
+    assert first.doc_ref == "ACME_2022_10K.pdf" and first.evidence_pages == [1, 3] and first.answers == ["$1.2 billion"]
+    assert first.meta["company"] == "Acme" and first.meta["question_reasoning"] == ""
+    assert ds.dataset_label("financebench") == "financebench"
+
+
+def test_financebench_missing_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(ds.DatasetMissing, match="FinanceBench"):
+        ds.load_dataset("financebench", tmp_path / "cache", root=tmp_path)

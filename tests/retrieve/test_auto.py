@@ -13,7 +13,8 @@ from hyperfolio.eval.ranker_training import QuestionRows, assign_folds, cross_va
 from hyperfolio.eval.tune import load_labelled, tune
 from hyperfolio.model import Chunk
 from hyperfolio.retrieve.auto import rank_pages
-from hyperfolio.retrieve.features import FEATURE_INDEX, FEATURES, SOURCES, Candidates
+from hyperfolio.retrieve.feature_table import FEATURE_INDEX, FEATURES, SOURCES
+from hyperfolio.retrieve.features import Candidates
 from hyperfolio.retrieve.ranker import COLLECTION_FILE, LinearRanker, RankerSet, layout_of, load_ranker
 
 FLEET = [
@@ -200,3 +201,40 @@ def test_tune_command_reports_before_and_after(collection, tmp_path):
     assert not (collection.path / COLLECTION_FILE).exists()  # a dry run keeps the ranker in use
     bad = CliRunner().invoke(app, ["tune", "--questions", str(tmp_path / "missing.jsonl"), "-c", str(collection.path)])
     assert bad.exit_code == 1 and "missing.jsonl" in bad.output
+
+
+def _column(found: Candidates, name: str) -> np.ndarray:
+    return found.matrix[:, FEATURE_INDEX[name]]
+
+
+def test_document_features_tell_documents_apart_only_when_several_are_asked(collection):
+    question = "How many visitors does Vondel Park receive?"
+    scoped = collection.candidates(question, doc="parks.pdf")
+    for name in ("doc_best", "doc_rr", "doc_share", "doc_idf_cover", "doc_pages"):
+        assert len(set(_column(scoped, name))) == 1, name  # one document: one value, no say in the order
+    assert _column(scoped, "doc_rr")[0] == 1.0 and _column(scoped, "doc_share")[0] == pytest.approx(1.0)
+
+    whole = collection.candidates(question)
+    parks = collection.resolve("parks.pdf").doc_id
+    by_doc: dict[str, dict[str, float]] = {}
+    for i, chunk in enumerate(whole.chunks):
+        by_doc[chunk.doc_id] = {name: _column(whole, name)[i] for name in ("doc_rr", "doc_share", "doc_idf_cover")}
+    assert len(by_doc) == 2  # the other document put candidates in the pool too
+    other = next(d for d in by_doc if d != parks)
+    assert by_doc[parks]["doc_rr"] == 1.0 and by_doc[other]["doc_rr"] == 0.5
+    assert by_doc[parks]["doc_share"] > by_doc[other]["doc_share"]
+    assert by_doc[parks]["doc_idf_cover"] > by_doc[other]["doc_idf_cover"]
+    assert sum({d: v["doc_share"] for d, v in by_doc.items()}.values()) == pytest.approx(1.0)
+
+
+def test_page_position_is_a_share_of_the_document_and_the_flat_prior_is_hybrids_order(collection):
+    found = collection.candidates("How many TEU does the Aurora carry?", doc="fleet.pdf")
+    pages = collection.resolve("fleet.pdf").num_pages
+    for i, chunk in enumerate(found.chunks):
+        assert _column(found, "page_pos")[i] == pytest.approx((chunk.page - 1) / (pages - 1))
+    hybrid = collection.retrieve("How many TEU does the Aurora carry?", mode="hybrid", k=50, doc="fleet.pdf")
+    position = {item.chunk.chunk_id: item.rank for item in hybrid.items}
+    for i, chunk in enumerate(found.chunks):
+        expected = 1.0 / position[chunk.chunk_id] if chunk.chunk_id in position else 0.0
+        assert _column(found, "flat_rr")[i] == pytest.approx(expected), chunk.chunk_id
+    assert _column(found, "flat_logrank").max() == 1.0

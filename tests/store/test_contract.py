@@ -361,6 +361,17 @@ def test_documents_round_trip(store):
         store.set_stage("nope", STAGE_READY)
 
 
+def test_a_documents_meta_takes_what_ingest_derives_later(store):
+    store.write_document(north())
+    before = store.get_document("north").meta
+    store.update_document_meta("north", {"card": {"title": "North Sea report", "fiscal_year": 2024}})
+    store.update_document_meta("north", {"card": {"title": "North Sea report", "fiscal_year": 2023}})
+    after = store.get_document("north").meta
+    assert after == before | {"card": {"title": "North Sea report", "fiscal_year": 2023}}  # merged, replaced
+    with pytest.raises(StoreError):
+        store.update_document_meta("nope", {"card": {}})
+
+
 def test_chunk_reads(store):
     store.write_document(north())
     store.write_document(baltic())

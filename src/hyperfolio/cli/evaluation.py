@@ -19,7 +19,7 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval.datasets import DatasetMissing, dataset_label, load_dataset
 from hyperfolio.eval.ranker_training import AUTO_VARIANTS
 from hyperfolio.eval.report import markdown, write_report
-from hyperfolio.eval.runner import ABLATIONS, EvalResult, run_eval
+from hyperfolio.eval.runner import ABLATIONS, SCOPES, EvalResult, run_eval
 
 DEFAULT_DATASETS = ("mmlongbench", "qasper")
 
@@ -33,8 +33,11 @@ def evaluate(
     embedder: str,
     answers: bool,
     folds: int = 5,
+    scope: str = "document",
 ) -> EvalResult:
-    """Load, run and report one dataset; the reusable core of the command."""
+    """Load, run and report one dataset; the reusable core of the command.
+
+    A collection-scope report is written beside the document-scope one (`<label>-collection`), not over it."""
     label = dataset_label(spec)
     dataset = load_dataset(spec, cache_dir=out / "cache")
     directory = collection or out / "collections" / f"{label}-{embedder}"
@@ -55,8 +58,9 @@ def evaluate(
             answers=answers,
             progress=RichEvalProgress(bar),
             folds=folds,
+            scope=scope,
         )
-    md_path, json_path = write_report(result, out, label)
+    md_path, json_path = write_report(result, out, label if scope == "document" else f"{label}-{scope}")
     console.print(Markdown(markdown(result)))
     console.print(f"wrote {md_path} and {json_path}")
     return result
@@ -65,7 +69,10 @@ def evaluate(
 def eval_command(
     dataset: Annotated[
         list[str] | None,
-        typer.Option("--dataset", help="mmlongbench, qasper or jsonl:PATH; repeatable (default: both)."),
+        typer.Option(
+            "--dataset",
+            help="mmlongbench, qasper, financebench or jsonl:PATH; repeatable (default: mmlongbench and qasper).",
+        ),
     ] = None,
     strategies: Annotated[
         str, typer.Option("--strategies", help="Comma-separated retrieval strategies.")
@@ -88,6 +95,14 @@ def eval_command(
             "--folds", help="auto*: cross-validation folds, whole documents held out (0: the shipped ranker as is)."
         ),
     ] = 5,
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope",
+            help="document: each question asked of its own document; collection: of the whole collection "
+            "(recall still counts only the gold document's pages or paragraphs).",
+        ),
+    ] = "document",
 ) -> None:
     """Measure evidence recall of each retrieval strategy on benchmark questions."""
     chosen = [s.strip() for s in strategies.split(",") if s.strip()]
@@ -98,6 +113,9 @@ def eval_command(
             f"choose from {', '.join(dict.fromkeys([*STRATEGIES, *ABLATIONS, *AUTO_VARIANTS]))}"
         )
         raise typer.Exit(2)
+    if scope not in SCOPES:
+        errors.print(f"[red]error:[/red] unknown scope {scope!r}; choose from {', '.join(SCOPES)}")
+        raise typer.Exit(2)
     specs = list(dataset or DEFAULT_DATASETS)
     if collection is not None and len(specs) > 1:
         errors.print("[red]error:[/red] --collection needs a single --dataset (each has its own index)")
@@ -106,7 +124,7 @@ def eval_command(
     failed = False
     for spec in specs:
         try:
-            evaluate(spec, chosen, out, collection, limit, embedder_name, answers, folds)
+            evaluate(spec, chosen, out, collection, limit, embedder_name, answers, folds, scope)
         except DatasetMissing as exc:
             errors.print(f"[yellow]skipped {spec}:[/yellow] {exc}")
         except (HyperfolioError, ValueError) as exc:
@@ -118,7 +136,9 @@ def eval_command(
 
 def judge_command(
     strategies: Annotated[str, typer.Option("--strategies", help="Two strategies to compare, e.g. hybrid,topdown.")],
-    dataset: Annotated[str, typer.Option("--dataset", help="mmlongbench, qasper or jsonl:PATH.")] = "qasper",
+    dataset: Annotated[
+        str, typer.Option("--dataset", help="mmlongbench, qasper, financebench or jsonl:PATH.")
+    ] = "qasper",
     collection: Annotated[
         Path | None, typer.Option("--collection", help="Index dir (default: <out>/collections/<dataset>-<embedder>)")
     ] = None,

@@ -181,18 +181,77 @@ def load_mmlongbench(root: str | Path | None = None) -> EvalDataset:
                 meta=meta,
             )
         )
-    wanted = sorted({q.doc_ref for q in questions})
-    missing = [name for name in wanted if not (doc_dir / name).exists()]
+    missing = [name for name in sorted({q.doc_ref for q in questions}) if not (doc_dir / name).exists()]
     if missing:
         raise DatasetMissing(f"MMLongBench-Doc documents missing from {doc_dir}: {', '.join(missing[:5])}")
-    return EvalDataset(
-        name="mmlongbench",
-        questions=questions,
-        documents=[doc_dir / name for name in wanted],
-        evidence="pages",
-        skipped=skipped,
-        meta={"root": str(folder)},
+    return _paged_dataset("mmlongbench", questions, doc_dir, skipped, folder)
+
+
+def _paged_dataset(
+    name: str, questions: list[EvalQuestion], doc_dir: Path, skipped: dict[str, int], folder: Path
+) -> EvalDataset:
+    """A set whose gold is PDF pages: its documents are the ones its questions ask about."""
+    wanted = sorted({q.doc_ref for q in questions})
+    documents = [doc_dir / doc for doc in wanted]
+    return EvalDataset(name, questions, documents, evidence="pages", skipped=skipped, meta={"root": str(folder)})
+
+
+# ---------------------------------------------------------------------------- FinanceBench
+def _pdf_pages(path: Path) -> int:
+    """Page count of a filing; FinanceBench rows do not carry it, unlike MMLongBench's."""
+    import pymupdf  # the PDF reader the parser uses; imported here so other loaders need no PDF library
+
+    with pymupdf.open(path) as document:
+        return int(document.page_count)
+
+
+def _financebench_question(row: dict[str, Any], pages: list[int]) -> EvalQuestion:
+    return EvalQuestion(
+        qid=str(row.get("financebench_id") or row["question"]),
+        doc_ref=f"{row['doc_name']}.pdf",
+        question=str(row["question"]),
+        answers=[str(row.get("answer", "")).strip()],
+        evidence_pages=pages,
+        meta={
+            "company": row.get("company", ""),
+            "question_type": row.get("question_type", ""),
+            "question_reasoning": row.get("question_reasoning") or "",
+            "doc_type": "Financial report",
+        },
     )
+
+
+def load_financebench(root: str | Path | None = None) -> EvalDataset:
+    """FinanceBench: 10-K/10-Q filings as PDFs, gold = evidence pages (0-based upstream, 1-based here).
+
+    A question is skipped and counted when its filing is not in `pdfs/`, when it cites no
+    page, or when a cited page lies past the end of the filing (the page numbers would
+    then point at another edition of the document).
+    """
+    folder = _require(data_root(root) / "financebench_dev", "FinanceBench dev set")
+    rows = _read_jsonl(_require(folder / "qa.jsonl", "FinanceBench questions"))
+    pdf_dir = folder / "pdfs"
+    page_counts: dict[str, int | None] = {}
+    questions: list[EvalQuestion] = []
+    skipped: dict[str, int] = {}
+    for row in rows:
+        name = str(row.get("doc_name") or "")
+        if name not in page_counts:
+            path = pdf_dir / f"{name}.pdf"
+            page_counts[name] = _pdf_pages(path) if name and path.is_file() else None
+        num_pages = page_counts[name]
+        if num_pages is None:
+            _bump(skipped, "filing missing")
+            continue
+        pages = sorted({int(e["evidence_page_num"]) + 1 for e in row.get("evidence") or []})
+        if not pages:
+            _bump(skipped, "no evidence pages")
+            continue
+        if any(p > num_pages or p < 1 for p in pages):
+            _bump(skipped, "evidence page outside the document")
+            continue
+        questions.append(_financebench_question(row, pages))
+    return _paged_dataset("financebench", questions, pdf_dir, skipped, folder)
 
 
 # ---------------------------------------------------------------------------- Qasper
@@ -395,14 +454,16 @@ def _find_document(base: Path, doc: str) -> Path:
 
 
 def load_dataset(spec: str, cache_dir: str | Path, root: str | Path | None = None) -> EvalDataset:
-    """'mmlongbench', 'qasper' or 'jsonl:PATH' -> dataset."""
+    """'mmlongbench', 'qasper', 'financebench' or 'jsonl:PATH' -> dataset."""
     if spec == "mmlongbench":
         return load_mmlongbench(root)
+    if spec == "financebench":
+        return load_financebench(root)
     if spec == "qasper":
         return load_qasper(Path(cache_dir) / "qasper", root)
     if spec.startswith("jsonl:"):
         return load_jsonl(spec[len("jsonl:") :])
-    raise ValueError(f"unknown dataset {spec!r}; use mmlongbench, qasper or jsonl:PATH")
+    raise ValueError(f"unknown dataset {spec!r}; use mmlongbench, qasper, financebench or jsonl:PATH")
 
 
 def dataset_label(spec: str) -> str:

@@ -20,7 +20,8 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval.datasets import EvalQuestion
 from hyperfolio.eval.metrics import paragraph_matches
 from hyperfolio.retrieve.auto import order_rows
-from hyperfolio.retrieve.features import FEATURES, Candidates, feature_columns
+from hyperfolio.retrieve.feature_table import FEATURES, feature_columns
+from hyperfolio.retrieve.features import Candidates
 from hyperfolio.retrieve.ranker import LinearRanker
 
 # `auto` and its ablations: the feature groups (and the candidates only they find) each leaves out.

@@ -27,16 +27,16 @@ def recall_name(result: EvalResult) -> str:
 
 
 def overall_table(result: EvalResult) -> list[str]:
-    """Rows = strategy; recall@k, answer-recall@max k, latency, n (and QA metrics if computed)."""
+    """Rows = strategy; recall@k, document recall@1, answer-recall@max k, latency, n (and QA metrics if computed)."""
     top = max(result.k_values)
-    header = ["strategy"] + [f"R@{k}" for k in result.k_values] + [f"ans-R@{top}", "n", "n(ans)"]
+    header = ["strategy"] + [f"R@{k}" for k in result.k_values] + ["doc-R@1", f"ans-R@{top}", "n", "n(ans)"]
     header += ["p50 ms", "p95 ms"]
     if result.answers:
         header += ["EM", "F1", "incl."]
     rows = []
     for strategy in result.strategies:
         s: Summary = result.overall[strategy]
-        row = [strategy] + [_pct(s.recall.get(k)) for k in result.k_values]
+        row = [strategy] + [_pct(s.recall.get(k)) for k in result.k_values] + [_pct(s.doc_recall)]
         row += [_pct(s.answer_recall.get(top)), str(s.n), str(s.n_answer_recall)]
         row += [_ms(s.latency_p50_ms), _ms(s.latency_p95_ms)]
         if result.answers:
@@ -58,9 +58,21 @@ def source_table(result: EvalResult) -> list[str]:
     return _table(header, rows)
 
 
+def scope_note(result: EvalResult) -> str:
+    """How the questions were asked, since the same recall means different things in each scope."""
+    if result.scope == "collection":
+        return (
+            "Each question asked of the whole collection; a page or paragraph counts only from its gold "
+            "document. doc-R@1 = the top-ranked item is from the gold document."
+        )
+    return "Each question scoped to its own document (doc-R@1 is then 100 by construction)."
+
+
 def markdown(result: EvalResult) -> str:
     lines = [
-        f"## {result.dataset} — {recall_name(result)}@k (%), embedder `{result.embedder}`",
+        f"## {result.dataset} — {recall_name(result)}@k (%), {result.scope} scope, embedder `{result.embedder}`",
+        "",
+        scope_note(result),
         "",
         *overall_table(result),
         "",

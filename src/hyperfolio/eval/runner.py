@@ -1,9 +1,10 @@
 """Run a dataset's questions through every retrieval strategy and score them.
 
 One run indexes the dataset's documents into a collection directory (reused across
-runs: unchanged files are skipped), then asks each question, scoped to its own
-document, of every strategy in turn, so strategies are compared on exactly the same
-questions and the same index.
+runs: unchanged files are skipped), then asks each question of every strategy in turn,
+so strategies are compared on exactly the same questions and the same index. The
+scope is either the question's own document (`document`) or the whole collection
+(`collection`); recall counts only hits in the question's gold document either way.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypedDict
 
+import numpy as np
+
 from hyperfolio.collection import AddProgress, Collection
 from hyperfolio.config import Settings
 from hyperfolio.embed.protocols import Embedder
@@ -21,9 +24,20 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.eval import metrics as m
 from hyperfolio.eval.datasets import EvalDataset, EvalQuestion, iter_sources
 from hyperfolio.eval.extraction import extract_answer
-from hyperfolio.eval.ranker_training import AUTO_VARIANTS, collect, cross_validate
+from hyperfolio.eval.ranker_training import (
+    AUTO_VARIANTS,
+    HeldOut,
+    QuestionRows,
+    assign_folds,
+    collect,
+    fit,
+    order_by,
+)
 from hyperfolio.model import EvidencePackage
 from hyperfolio.retrieve.auto import candidate_package
+from hyperfolio.retrieve.features import Candidates
+
+SCOPES = ("document", "collection")  # each question asked of its own document, or of the whole collection
 
 
 class EvalProgress(AddProgress):
@@ -46,6 +60,7 @@ class QueryRecord:
     recall: dict[int, float | None]  # k -> page or paragraph recall
     answer_recall: dict[int, float | None]  # k -> answer found in the top-k text
     retrieved: list[tuple[int, str]]  # (page, chunk_id) in rank order
+    doc_hit: float | None = None  # 1.0 when the top-ranked item is from the gold document (None: nothing ranked)
     answer: str | None = None
     answer_seconds: float | None = None
     em: float | None = None
@@ -59,6 +74,7 @@ class Summary:
 
     n: int = 0
     recall: dict[int, float | None] = field(default_factory=dict)
+    doc_recall: float | None = None  # document recall@1: the top item is from the gold document
     answer_recall: dict[int, float | None] = field(default_factory=dict)
     n_answer_recall: int = 0  # questions with an answer worth searching for
     latency_p50_ms: float | None = None
@@ -88,6 +104,7 @@ class EvalResult:
     seconds: float
     answers: bool = False
     folds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # auto variant -> per-fold figures
+    scope: str = "document"  # what each question was asked of: its own document or the whole collection
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -102,6 +119,7 @@ def summarise(records: Sequence[QueryRecord], k_values: Sequence[int]) -> Summar
     return Summary(
         n=len(records),
         recall={k: m.mean(r.recall.get(k) for r in records) for k in k_values},
+        doc_recall=m.mean(r.doc_hit for r in records),
         answer_recall={k: m.mean(r.answer_recall.get(k) for r in records) for k in k_values},
         n_answer_recall=sum(v is not None for v in answer_at_max),
         latency_p50_ms=m.percentile(latencies, 50),
@@ -121,7 +139,11 @@ def score_package(
     k_values: Sequence[int],
     doc_id: str | None = None,
 ) -> tuple[dict[int, float | None], dict[int, float | None]]:
-    """(recall@k, answer-recall@k) of one evidence package against one question's gold."""
+    """(recall@k, answer-recall@k) of one evidence package against one question's gold.
+
+    With `doc_id`, a page or paragraph counts only from that document: over the whole collection,
+    page 3 of another filing is not the gold page 3. Answer recall reads all top-k text, as an
+    answerer would."""
     targets, require_all = question.recall_targets
     recall: dict[int, float | None] = {}
     answer: dict[int, float | None] = {}
@@ -129,11 +151,22 @@ def score_package(
         top = evidence.items[:k]
         texts = [item.chunk.text for item in top]
         if evidence_kind == "paragraphs":
-            recall[k] = m.paragraph_recall(texts, question.evidence_groups)
+            own = [item.chunk.text for item in top if doc_id is None or item.chunk.doc_id == doc_id]
+            recall[k] = m.paragraph_recall(own, question.evidence_groups)
         else:  # the first k distinct pages of the ranking: pages are what gets cited
             recall[k] = m.ranked_page_recall(evidence.page_ranking(k), question.evidence_pages, doc_id)
         answer[k] = m.answer_recall(texts, targets, require_all)
     return recall, answer
+
+
+def document_hit(evidence: EvidencePackage, doc_id: str) -> float | None:
+    """Whether the top-ranked item comes from the gold document (document recall@1); None when empty.
+
+    Always 1 when the question is scoped to its document; over the collection it says whether the
+    strategy found the right filing before any page figure can count."""
+    if not evidence.items:
+        return None
+    return float(evidence.items[0].chunk.doc_id == doc_id)
 
 
 def index_documents(
@@ -221,6 +254,11 @@ class _Scoring:
     evidence: str  # "pages" or "paragraphs"
     k_values: list[int]
     answers: bool
+    scope: str = "document"
+
+    def scoped(self, doc_id: str) -> str | None:
+        """The document a question is asked of: its own, or none (the whole collection)."""
+        return doc_id if self.scope == "document" else None
 
     def record(
         self,
@@ -241,6 +279,7 @@ class _Scoring:
             recall=recall,
             answer_recall=answer_recall,
             retrieved=[(item.chunk.page, item.chunk.chunk_id) for item in evidence.items[:keep]],
+            doc_hit=document_hit(evidence, doc_id),
         )
         if self.answers:
             score_answer(collection, question, evidence, max(self.k_values), record)
@@ -298,6 +337,7 @@ def run_eval(
     answers: bool = False,
     progress: EvalProgress | None = None,
     folds: int = 5,
+    scope: str = "document",
 ) -> EvalResult:
     """Index `dataset`, run its questions through each strategy, and aggregate the metrics.
 
@@ -306,10 +346,13 @@ def run_eval(
     ("minilm", "model2vec") or an Embedder instance (tests use a tiny deterministic one).
     `auto` and its ablations are judged by cross-validation with whole documents held out (`folds`);
     with `folds=0`, `auto` runs with the collection's (or the packaged) ranker like any strategy.
+    `scope` is what each question is asked of: "document" (its own) or "collection" (all of them).
     """
+    if scope not in SCOPES:
+        raise ValueError(f"unknown scope {scope!r}; use {' or '.join(SCOPES)}")
     progress = progress or EvalProgress()
     started_at, started = time.time(), time.perf_counter()
-    scoring = _Scoring(dataset.evidence, sorted(set(int(k) for k in k_values)), answers)
+    scoring = _Scoring(dataset.evidence, sorted(set(int(k) for k in k_values)), answers, scope)
     questions = list(dataset.questions[:limit] if limit else dataset.questions)
     wanted = {q.doc_ref for q in questions}
     files = [p for p in dataset.documents if p.name in wanted]
@@ -327,16 +370,8 @@ def run_eval(
         variants = _build_variants(collection, directory, settings, strategies)
         held_out = [s for s in strategies if s in AUTO_VARIANTS and folds > 0]
         progress.querying(len(questions) * len(strategies))
-        records = _direct_records(
-            collection,
-            variants,
-            dataset.name,
-            questions,
-            [s for s in strategies if s not in held_out],
-            doc_ids,
-            scoring,
-            progress,
-        )
+        direct = [s for s in strategies if s not in held_out]
+        records = _direct_records(collection, variants, dataset.name, questions, direct, doc_ids, scoring, progress)
         fold_figures: dict[str, list[dict[str, Any]]] = {}
         if held_out:
             auto_records, fold_figures = _held_out_records(
@@ -365,6 +400,7 @@ def run_eval(
         seconds=time.perf_counter() - started,
         answers=answers,
         folds=fold_figures,
+        scope=scope,
     )
 
 
@@ -386,7 +422,8 @@ def _direct_records(
     for question in questions:
         for strategy in strategies:
             target = variants.get(strategy, collection)
-            records.append(_run_one(target, question, strategy, doc_ids[question.doc_ref], scoring, depth, preset))
+            doc_id = doc_ids[question.doc_ref]
+            records.append(_run_one(target, question, strategy, doc_id, scoring, depth, preset))
             progress.query_finished(strategy)
     return records
 
@@ -402,28 +439,75 @@ def _held_out_records(
 ) -> tuple[list[QueryRecord], dict[str, list[dict[str, Any]]]]:
     """`auto` and its ablations, each question ranked by a ranker fitted without its document."""
 
-    def gather(question: EvalQuestion, exclude: tuple[str, ...]):
-        return collection.candidates(question.question, doc=doc_ids[question.doc_ref], exclude=exclude)
+    def gather(question: EvalQuestion, exclude: tuple[str, ...]) -> Candidates:
+        doc = scoring.scoped(doc_ids[question.doc_ref])
+        return collection.candidates(question.question, doc=doc, exclude=exclude)
 
     rows = collect(questions, gather, scoring.evidence, variants)
     records: list[QueryRecord] = []
     figures: dict[str, list[dict[str, Any]]] = {}
+    keep = max(scoring.k_values)
     for variant in variants:
-        held = cross_validate(rows[variant], AUTO_VARIANTS[variant], folds)
-        for r in rows[variant]:
+        mine = [gold_document_only(r, doc_ids[r.question.doc_ref]) for r in rows[variant]]
+        held = held_out_rankings(mine, AUTO_VARIANTS[variant], folds, doc_ids)
+        for r in mine:
             doc_id = doc_ids[r.question.doc_ref]
-            order = held.ranking[r.question.qid]
-            evidence = candidate_package(r.question.question, variant, r.candidates, order, {})
-            keep = max(scoring.k_values)
+            evidence = candidate_package(r.question.question, variant, r.candidates, held.ranking[r.question.qid], {})
             records.append(scoring.record(collection, r.question, variant, r.seconds, evidence, doc_id, keep))
             progress.query_finished(variant)
         by_fold: list[dict[str, Any]] = []
         for fold in sorted(set(held.fold.values())):
-            mine = [rec for rec in records if rec.strategy == variant and held.fold[rec.qid] == fold]
-            summary = summarise(mine, scoring.k_values)
-            by_fold.append({"fold": fold, "questions": summary.n, "recall": summary.recall})
+            chosen = [rec for rec in records if rec.strategy == variant and held.fold[rec.qid] == fold]
+            summary = summarise(chosen, scoring.k_values)
+            by_fold.append(
+                {"fold": fold, "questions": summary.n, "recall": summary.recall, "doc_recall": summary.doc_recall}
+            )
         figures[variant] = by_fold
     return records, figures
+
+
+def gold_document_only(rows: QuestionRows, doc_id: str) -> QuestionRows:
+    """The rows with only the gold document's candidates labelled evidence.
+
+    Labels come from page numbers or paragraph text, which other documents of a collection share."""
+    own = np.array([float(c.doc_id == doc_id) for c in rows.candidates.chunks])
+    if own.size == 0 or own.all():
+        return rows
+    return replace(rows, labels=rows.labels * own)
+
+
+def _without(rows: QuestionRows, doc_ids: set[str]) -> QuestionRows:
+    """The rows without the candidates of these documents (so a ranker never sees a held-out document)."""
+    keep = [i for i, c in enumerate(rows.candidates.chunks) if c.doc_id not in doc_ids]
+    if len(keep) == len(rows.candidates.chunks):
+        return rows
+    candidates = rows.candidates
+    kept = replace(
+        candidates,
+        chunks=[candidates.chunks[i] for i in keep],
+        matrix=candidates.matrix[keep],
+        sources=[candidates.sources[i] for i in keep],
+    )
+    return replace(rows, candidates=kept, labels=rows.labels[keep])
+
+
+def held_out_rankings(
+    rows: Sequence[QuestionRows], exclude: Sequence[str], folds: int, doc_ids: dict[str, str]
+) -> HeldOut:
+    """Cross-validation with whole documents held out: a fold's questions are ranked by a ranker fitted
+    on the other folds' questions, and, when candidates come from the whole collection, without any
+    candidate of the fold's documents either. Scoped to their documents, this is `cross_validate`."""
+    fold_of = assign_folds([r.group for r in rows], folds)
+    out = HeldOut()
+    for fold in sorted(set(fold_of.values())):
+        unseen = {doc_ids[group] for group, f in fold_of.items() if f == fold}
+        ranker = fit([_without(r, unseen) for r in rows if fold_of[r.group] != fold], exclude)
+        out.rankers.append(ranker)
+        for r in rows:
+            if fold_of[r.group] == fold:
+                out.ranking[r.question.qid] = order_by(ranker, r.candidates)
+                out.fold[r.question.qid] = fold
+    return out
 
 
 def _run_one(
@@ -438,7 +522,8 @@ def _run_one(
     began = time.perf_counter()
     knobs = dict(preset or {}) if _mode(strategy) == "concept" else {}
     knobs.update(ABLATIONS[strategy].retrieve if strategy in ABLATIONS else {})
-    evidence = collection.retrieve(question.question, mode=_mode(strategy), k=depth, doc=doc_id, options=knobs or None)
+    doc = scoring.scoped(doc_id)
+    evidence = collection.retrieve(question.question, mode=_mode(strategy), k=depth, doc=doc, options=knobs or None)
     return scoring.record(collection, question, strategy, time.perf_counter() - began, evidence, doc_id)
 
 

@@ -105,6 +105,19 @@ def ranking_recall(
     return {k: m.mean(v) for k, v in per_k.items()}
 
 
+def ranking_document_recall(
+    rows: Sequence[QuestionRows], orders: dict[str, list[tuple[int, float]]], doc_ids: dict[str, str]
+) -> float | None:
+    """Share of questions whose top-ranked candidate is from their gold document: with candidates from the
+    whole collection, whether the ranker found the right document at all (1.0 when scoped to it)."""
+    hits = []
+    for r in rows:
+        order = orders[r.question.qid]
+        top = r.candidates.chunks[order[0][0]].doc_id if order else None
+        hits.append(None if top is None else float(top == doc_ids[r.question.doc_ref]))
+    return m.mean(hits)
+
+
 def tune(collection: Collection, questions: Sequence[EvalQuestion], folds: int = 5, save: bool = True) -> TuneReport:
     """Fit rankers to these questions (one per document layout they cover), report before/after, and
     (with `save`) keep them in the collection; layouts the questions do not cover keep their ranker."""

@@ -32,6 +32,7 @@ from hyperfolio.hypergraph.pipeline import (
     build_document_graph,
 )
 from hyperfolio.hypergraph.refine import refine_anchors
+from hyperfolio.ingest.cards import attach_card
 from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS, TextOf, embed_chunks, embedding_text
 from hyperfolio.ingest.executors import Executor, default_workers, make_executor
 from hyperfolio.ingest.parse_ahead import FileJob, ParseAhead
@@ -215,6 +216,8 @@ class IngestPipeline:
                     ahead.fill([job], self._prepare)
                 doc = ahead.document(job, times, on_page=progress.pages_parsed)
                 doc_id = doc.doc_id
+                with times.stage("card"):
+                    attach_card(doc)
                 try:
                     with times.stage("write"):
                         self._write(doc)

@@ -7,10 +7,11 @@ import threading
 from collections.abc import Callable
 
 from hyperfolio.embed.protocols import Embedder
+from hyperfolio.ingest.cards import fill_cards, without_card
 from hyperfolio.ingest.embedding import TextOf, embed_chunks
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_READY, Store
 from hyperfolio.store.claims import describe, died_here
-from hyperfolio.store.integrity import REPAIR_ROUNDS, IntegrityReport, Unfinished
+from hyperfolio.store.integrity import REPAIR_ROUNDS, WITHOUT_CARD, Finding, IntegrityReport, Unfinished, finding
 
 
 def check_store(
@@ -28,7 +29,7 @@ def check_store(
     holders = store.claim_holders([d.content_hash for d in documents])
     live = {key: describe(owner) for key, owner in holders.items() if not died_here(owner)}
     unfinished = [Unfinished(d.doc_id, d.source, d.status, live.get(d.content_hash, "")) for d in documents]
-    report = IntegrityReport(store.integrity(), unfinished=unfinished)
+    report = IntegrityReport(store.integrity() + _card_findings(store), unfinished=unfinished)
     if not repair:
         return report
     with lock:
@@ -36,15 +37,23 @@ def check_store(
             fixable = report.repairable
             if not fixable:
                 break
-            changed = store.repair(fixable)
+            changed = store.repair([f for f in fixable if f.kind != WITHOUT_CARD])
+            if any(f.kind == WITHOUT_CARD for f in fixable):
+                changed[WITHOUT_CARD] = fill_cards(store)
             if any(f.kind == "chunks_without_vector" for f in fixable):
                 changed["chunks_without_vector"] = _embed_missing(store, embedder, chunk_batch, text_of)
             for kind, rows in changed.items():
                 report.repaired[kind] = report.repaired.get(kind, 0) + rows
-            report.findings = store.integrity()
+            report.findings = store.integrity() + _card_findings(store)
             if not any(changed.values()):
                 break
     return report
+
+
+def _card_findings(store: Store) -> list[Finding]:
+    """Ready documents indexed before documents had cards (the store's own checks cannot see a card)."""
+    missing = without_card(store)
+    return [finding(WITHOUT_CARD, len(missing), [d.source for d in missing[:5]])] if missing else []
 
 
 def _embed_missing(store: Store, embedder: Callable[[], Embedder], chunk_batch: int, text_of: TextOf) -> int:

@@ -17,6 +17,7 @@ from hyperfolio.retrieve.base import Query, Rankers, RetrievalContext, Traits
 from hyperfolio.retrieve.evidence import cite
 from hyperfolio.retrieve.features import Candidates, candidate_features, source_rankings
 from hyperfolio.retrieve.ranker import layout_of, load_ranker
+from hyperfolio.retrieve.routing import quota_order, routed
 
 
 def rank_pages(ranking: list[tuple[str, float]], page_of: dict[str, tuple[str, int]]) -> list[PageScore]:
@@ -76,14 +77,21 @@ class AutoStrategy(Traits):
 
     def retrieve(self, query: Query, ctx: RetrievalContext) -> EvidencePackage:
         rankers = ctx.ranker or load_ranker()
+        query, found = routed(query, ctx)  # a question naming its documents ranks their pages only
         with ctx.times.stage("candidates"):
             source_rankings(query, ctx)  # every source's ranking, kept in the call's memo for the features
         with ctx.times.stage("features"):
             candidates = candidate_features(query, ctx, rankers.exclude)
         with ctx.times.stage("ranker"):
             order = order_rows(candidates, score_candidates(candidates, rankers, ctx))
+            if found is not None and found.across:
+                doc_of = [c.doc_id for c in candidates.chunks]
+                order = quota_order(order, doc_of, found.doc_ids, query.k)
             evidence = candidate_package(query.text, self.name, candidates, order, ctx.titles, query.k)
         keywords = candidates.meta.get("keywords")
         if keywords is not None:
             evidence.meta["keywords"] = {"low": keywords.low, "high": keywords.high}
+        if found is not None:
+            evidence.meta["routed_to"] = [{"doc_id": d, "title": ctx.titles.get(d, d)} for d in found.doc_ids]
+            evidence.meta["across_documents"] = found.across
         return evidence

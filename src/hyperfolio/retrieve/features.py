@@ -27,6 +27,8 @@ from hyperfolio.model import Chunk
 from hyperfolio.phrases import content_words, generic_name
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.concept_paths import concept_reach
+from hyperfolio.retrieve.doc_features import document_features, flat_prior
+from hyperfolio.retrieve.feature_table import FEATURE_INDEX, FEATURES, SOURCE_GROUP, SOURCES
 from hyperfolio.retrieve.graph_paths import (
     ENTITY_LEVELS,
     add_scores,
@@ -42,15 +44,6 @@ from hyperfolio.retrieve.graph_paths import (
 from hyperfolio.retrieve.rankings import Ranking, bm25_ranking, dense_ranking, query_vector, reciprocal_rank_fusion
 from hyperfolio.store.base import CHUNK_SPACE
 
-SOURCE_GROUP = {
-    "bm25": "flat",
-    "dense": "flat",
-    "entity": "graph",
-    "themekw": "graph",
-    "concept": "concept",
-    "theme": "theme",
-}
-SOURCES = tuple(SOURCE_GROUP)
 DEPTH = 50  # candidates read from each source
 
 # Question cues: what kind of evidence the wording asks for.
@@ -74,69 +67,6 @@ _QUANTITY_CUES = re.compile(
     re.IGNORECASE,
 )
 _DIGIT = re.compile(r"\d")
-
-
-def feature_names() -> list[tuple[str, str]]:
-    """(feature, group) in matrix column order."""
-    names: list[tuple[str, str]] = []
-    for source in SOURCES:
-        group = SOURCE_GROUP[source]
-        names += [(f"{source}_score", group), (f"{source}_rr", group), (f"{source}_in", group)]
-    names += [(f"page_{source}", SOURCE_GROUP[source]) for source in SOURCES]  # best score on the page
-    names += [("dense_cos", "flat"), ("dense_gap", "flat")]
-    names += [
-        ("entity_idf", "graph"),
-        ("entity_idf_max", "graph"),
-        ("entity_hub", "graph"),
-        ("keyword_cover", "graph"),
-    ]
-    names += [
-        ("lex_cover", "layout"),
-        ("lex_bigram", "layout"),
-        ("section_match", "layout"),
-        ("caption_match", "layout"),
-        ("header_match", "layout"),
-        ("rowkey_match", "layout"),
-        ("mod_text", "layout"),
-        ("mod_table", "layout"),
-        ("mod_image", "layout"),
-        ("table_x_cue", "layout"),
-        ("image_x_cue", "layout"),
-        ("text_x_layout", "layout"),
-        ("table_x_count", "layout"),
-        ("image_x_count", "layout"),
-        ("number_x_quantity", "layout"),
-        ("page_table_x_cue", "layout"),
-        ("page_image_x_cue", "layout"),
-        ("length", "layout"),
-        ("placeholder", "layout"),
-        ("first_chunk", "layout"),
-    ]
-    names += [
-        ("base", "layout"),
-        ("page_best", "layout"),
-        ("page_second", "layout"),
-        ("page_count", "layout"),
-        ("page_share", "layout"),
-        ("page_sources", "layout"),
-        ("page_lex_cover", "layout"),
-        ("neighbour_best", "layout"),
-        ("page_cover", "layout"),
-        ("page_idf_cover", "layout"),
-        ("page_bigram", "layout"),
-        ("page_named", "layout"),
-    ]
-    return names
-
-
-FEATURES = feature_names()
-FEATURE_INDEX = {name: i for i, (name, _) in enumerate(FEATURES)}
-
-
-def feature_columns(exclude: Iterable[str] = ()) -> list[int]:
-    """Columns of the features whose group is not excluded."""
-    excluded = set(exclude)
-    return [i for i, (_, group) in enumerate(FEATURES) if group not in excluded]
 
 
 @dataclass
@@ -260,7 +190,9 @@ def candidate_features(query: Query, ctx: RetrievalContext, exclude: Iterable[st
     _layout_features(matrix, chunks, query.text, asked, ctx)
     fused, _ = reciprocal_rank_fusion(used, ctx.rrf_k)
     _page_features(matrix, chunks, row, dict(fused))
-    _page_text_features(matrix, chunks, query.text, asked, ctx)
+    page_words, idf = _page_text_features(matrix, chunks, query.text, asked, ctx)
+    document_features(matrix, chunks, page_words, idf, query, ctx)
+    flat_prior(matrix, row, used, ctx.rrf_k)
     return Candidates(chunks, matrix, sources, {"keywords": graph["keywords"], "concept": graph["concept"]})
 
 
@@ -396,10 +328,11 @@ _PAGE_NAMED = re.compile(r"\b(?:page|slide|p\.)\s*(\d{1,4})\b", re.IGNORECASE)
 
 def _page_text_features(
     matrix: np.ndarray, chunks: list[Chunk], question: str, asked: TextWords, ctx: RetrievalContext
-) -> None:
+) -> tuple[dict[tuple[str, int], frozenset[str]], dict[str, float]]:
     """What the whole page says, not only its candidate chunks: question words (IDF-weighted over the
     candidate pages, so words on every page count little) and word pairs found anywhere on it, and
-    whether the question names the page by number ("on page 5", "slide 3")."""
+    whether the question names the page by number ("on page 5", "slide 3"). Returns each page's words
+    and the question words' weights, which the document features read again."""
     col = FEATURE_INDEX
     keys = list(dict.fromkeys((c.doc_id, c.page) for c in chunks))
     cached = {key: ctx.texts.get(("page", key)) for key in keys}
@@ -429,6 +362,7 @@ def _page_text_features(
         matrix[i, col["page_bigram"]] = len(pairs & page_words[key][1]) / len(pairs) if pairs else 0.0
         label = str(chunk.meta.get("page_label", ""))
         matrix[i, col["page_named"]] = float(chunk.page in named or (label.isdigit() and int(label) in named))
+    return page_sets, idf
 
 
 def _page_features(matrix: np.ndarray, chunks: list[Chunk], row: dict[str, int], fused: dict[str, float]) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.retrieve.features import FEATURE_INDEX
+from hyperfolio.retrieve.feature_table import FEATURE_INDEX
 
 PACKAGED = "auto_ranker.json"
 COLLECTION_FILE = "ranker.json"  # a collection's own weights, written by `hyperfolio tune`

@@ -84,6 +84,9 @@ class DocumentStore(Protocol):
 
     def set_stage(self, doc_id: str, stage: str) -> None: ...
 
+    def update_document_meta(self, doc_id: str, changes: dict[str, Any]) -> None:
+        """Merge `changes` into a document's meta (what ingest derived later, e.g. its card)."""
+
     def list_documents(self) -> list[DocumentInfo]: ...
 
     def unfinished_documents(self) -> list[DocumentInfo]:

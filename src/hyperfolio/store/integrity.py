@@ -55,7 +55,9 @@ KINDS: dict[str, Kind] = {
     "keyword_missing": Kind("chunks missing from the keyword index", "rebuilds the keyword index"),
     "keyword_extra": Kind("keyword index rows of no chunk (or twice)", "rebuilds the keyword index"),
     "keyword_stats": Kind("keyword statistics out of step with the index", "rebuilds the keyword index"),
+    "documents_without_card": Kind("documents indexed without a card (routing reads it)", "makes their cards"),
 }
+WITHOUT_CARD = "documents_without_card"  # found and repaired by ingest/repair.py, not by the store
 # Repaired by rebuilding the keyword index (also rebuilt when chunks were deleted: their rows go too).
 KEYWORD_KINDS = frozenset({"keyword_missing", "keyword_extra", "keyword_stats"})
 

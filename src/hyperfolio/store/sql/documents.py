@@ -201,6 +201,14 @@ class DocumentTables(SqlHost):
                 raise StoreError(f"document {doc_id} is no longer in the collection")
         self._stages_changed()
 
+    def update_document_meta(self, doc_id: str, changes: dict[str, Any]) -> None:
+        with self._write() as cur:
+            found = cur.execute("SELECT meta FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+            if found is None:
+                raise StoreError(f"document {doc_id} is no longer in the collection")
+            meta = dict(self.dialect.from_json(found[0]) or {}) | changes
+            cur.execute("UPDATE documents SET meta = ? WHERE doc_id = ?", (self.dialect.json(meta), doc_id))
+
     def _info(self, row: Sequence[Any]) -> DocumentInfo:
         return info_of(row, dict(self.dialect.from_json(row[9]) or {}))
 

@@ -1,0 +1,136 @@
+"""The first pages of a document as lines with their type size and place: what a person sees on a
+cover. Built from the PDF reader's pass-1 pages (which keep sizes and weights), or, for other formats
+and when those are gone, from the parsed chunks (sizes unknown, so the layout rules step aside)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hyperfolio.config import ParseOptions
+from hyperfolio.model import Document
+from hyperfolio.parse.pdf.items import PageData
+
+COVER_PAGES = 6  # an SEC cover may follow a glossy one, and a printed contents page the cover
+# Reading the cover only: tables and figure OCR cost time and add nothing a card needs.
+COVER_OPTIONS = ParseOptions(tables=False, ocr_images=False)
+
+
+@dataclass(frozen=True)
+class CoverLine:
+    text: str
+    page: int  # 1-based
+    top: float  # fraction of the page height where the line starts
+    bottom: float
+    size: float = 0.0  # type size in points; 0 when the format does not say
+    bold: bool = False
+    vertical: bool = False  # rotated text (an arXiv stamp) is never a title
+
+
+@dataclass
+class CoverPage:
+    number: int  # 1-based
+    width: float = 0.0
+    height: float = 0.0
+    lines: list[CoverLine] = field(default_factory=list)
+    ocr: bool = False
+    images: int = 0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+    @property
+    def landscape(self) -> bool:
+        return self.width > 1.15 * self.height > 0
+
+
+@dataclass
+class Cover:
+    """A document's first pages and what the rest of it says about them."""
+
+    pages: list[CoverPage] = field(default_factory=list)
+    page_count: int = 0  # of the whole document
+    metadata_title: str = ""
+    outline: list[tuple[int, str]] = field(default_factory=list)  # (level, title) of the PDF outline
+
+    @property
+    def body_size(self) -> float:
+        """The most common type size by characters: the yardstick for a title standing out."""
+        weights: Counter[float] = Counter()
+        for page in self.pages:
+            for line in page.lines:
+                if line.size > 0:
+                    weights[round(line.size, 1)] += len(line.text)
+        return weights.most_common(1)[0][0] if weights else 0.0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(page.text for page in self.pages)
+
+
+def cover_from_pdf_pages(pages: Sequence[PageData], page_count: int = 0) -> Cover:
+    """A cover from the PDF reader's pass-1 pages (`hyperfolio.parse.read_pages`), first pages first."""
+    out = []
+    for page in sorted(pages, key=lambda p: p.number):
+        height = page.height or 1.0
+        lines = [
+            CoverLine(
+                text=" ".join(item.text.split()),
+                page=page.number,
+                top=item.bbox[1] / height,
+                bottom=item.bbox[3] / height,
+                size=item.size,
+                bold=item.bold,
+                vertical=item.vertical,
+            )
+            for item in page.items
+            if item.kind == "text" and item.text.strip()
+        ]
+        images = page.image_count or sum(1 for item in page.items if item.kind == "image")
+        out.append(CoverPage(page.number, page.width, page.height, lines, page.ocr, images))
+    return Cover(out, page_count or len(out))
+
+
+def cover_from_document(document: Document, first: int = COVER_PAGES) -> Cover:
+    """A cover from parsed chunks: their text and place, without type sizes."""
+    out = []
+    for page in document.pages[:first]:
+        height = page.height or 1.0
+        lines = []
+        for chunk in page.chunks:
+            if chunk.placeholder or chunk.modality == "image" or not chunk.text.strip():
+                continue
+            top, bottom = (chunk.bbox[1] / height, chunk.bbox[3] / height) if chunk.bbox else (0.5, 0.5)
+            for text in chunk.text.splitlines():
+                if text.strip():
+                    lines.append(CoverLine(" ".join(text.split()), page.number, top, bottom))
+        out.append(CoverPage(page.number, page.width, page.height, lines, page.ocr))
+    meta = document.meta.get("pdf_metadata") or {}
+    return Cover(out, len(document.pages), str(meta.get("title") or ""))
+
+
+def read_cover(path: Path, first: int = COVER_PAGES, options: ParseOptions = COVER_OPTIONS) -> Cover:
+    """The first pages of a PDF read by the project's own reader (pass 1 only, so a 500-page filing
+    costs a few pages), with its metadata title and outline."""
+    from hyperfolio.parse import read_file, read_pages
+    from hyperfolio.parse.pdf import open_pdf
+
+    data = read_file(path)
+    doc = open_pdf(path, data)
+    try:
+        count = doc.page_count
+        title = str((doc.metadata or {}).get("title") or "")
+        try:
+            outline = [(int(level), " ".join(str(name).split())) for level, name, _ in doc.get_toc(simple=True)]
+        except Exception:  # a damaged outline: the card does without it
+            outline = []
+    finally:
+        doc.close()
+    part = read_pages(path, data, options, list(range(min(first, count))))
+    cover = cover_from_pdf_pages(part.pages, count)
+    cover.metadata_title = title
+    cover.outline = [(level, name) for level, name in outline if name]
+    return cover

@@ -1,0 +1,166 @@
+"""A document's title read from its cover as a person reads it: the largest type near the top of the
+first page, its neighbouring lines when they continue it, and never the furniture printed around it
+("About Pew Research Center", "Table of Contents", a release date, a page number, a court stamp, an
+arXiv stamp). Where the cover is a picture, the title the document asks to be cited by."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hyperfolio.cards.cover import Cover, CoverLine, CoverPage
+from hyperfolio.parse.pdf.items import CAPTION_RE
+
+STANDOUT = 1.2  # a title's type is at least this much larger than the body's
+_SIMILAR = 0.88  # a neighbouring line this close in size continues the title (authors are a size smaller)
+_CONTINUED = 0.35  # ... or this close when a word joins them ("... CHANGE ON" / "HUMAN HEALTH")
+_MAX_TITLE_LINES = 4
+_MAX_TITLE_CHARS = 200
+_FURNITURE = re.compile(
+    r"^(about\s+(?:us|the\s+\w+|(?:[A-Z][\w&.'’-]*\s*){1,5})|table\s+of\s+contents|contents|index|for\s+release\b.*|embargoed\b.*|"
+    r"(?:page\s+)?\d+(?:\s+of\s+\d+)?|(?:version|v)\s*[\d.]+\b.*|[ivxlc]+|confidential|draft|preprint|copyright\b.*|©.*|all\s+rights\s+reserved.*|"
+    r"(?:by|written\s+by|prepared\s+by|presented\s+by)\s.*|www\..*|https?://.*|\S+@\S+|"
+    r"(?:recommended|suggested)\s+citation|for\s+media\s+or\s+other\s+inquiries.*)$",
+    re.IGNORECASE,
+)
+# Court and filing stamps across the top of a page: "Case 2:18-cv-... Filed 09/13/18 Page 1 of 16".
+_STAMP = re.compile(r"\b(?:e?filed|filing\s+id|case\s+(?:no\.?|number)|docket|arxiv:\S+)", re.IGNORECASE)
+_DATE_LINE = re.compile(
+    r"^(?:(?:updated|revised|published|issued|version\s+[\d.]+)\s*:?\s*)?"
+    r"(?:\w+\s+)?(?:\d{1,2}(?:st|nd|rd|th)?\s+)?[A-Za-z]+\.?\s+(?:\d{1,2},?\s+)?(?:19|20)\d{2}$|^[\d/.\-\s]+$",
+    re.IGNORECASE,
+)
+_MONTH_WORDS = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
+# A cover's own citation line: "Pew Research Center, May, 2018, “Trump Viewed Less Negatively ...”".
+CITATION_HEAD = re.compile(
+    r"^(?:recommended|suggested|preferred)\s+citation\b|^(?:please\s+)?cite\s+(?:this|as)\b", re.I
+)
+_QUOTED = re.compile(r"[“\"]([^”\"]{8,220})[”\"]")
+# A web page printed from a browser: "6/3/2020 College Board Search Recorded Demonstrations" at the top.
+_PRINT_HEADER = re.compile(r"^\d{1,2}/\d{1,2}/\d{2,4},?\s+(?:\d{1,2}:\d{2}\s*(?:[AP]M)?\s+)?(\S.{5,150})$", re.I)
+_JOINING_WORDS = {
+    "of", "on", "in", "and", "the", "for", "to", "a", "an", "at", "by", "with", "from", "&", "or", "via", "vs",
+    "vs.", "versus", "into", "about", "under", "toward", "towards",
+}  # fmt: skip
+
+
+def is_furniture(text: str) -> bool:
+    """Whether a cover line is the page's furniture rather than anything it is about."""
+    if re.search(r"(?:\.\s?){4,}|…{2,}", text):
+        return True  # a contents entry with its dot leader
+    clean = text.strip(" .:|-–—•")
+    if _FURNITURE.match(clean) or _STAMP.search(clean) or CAPTION_RE.match(clean):
+        return True
+    return bool(_DATE_LINE.match(clean) and (_MONTH_WORDS.search(clean) or not re.search(r"[A-Za-z]", clean)))
+
+
+def is_noise(text: str) -> bool:
+    """OCR debris ("SIUD=)I) GUIDE", "| TECHNOLOGICAL") and doubled shadow text ("The The Limes Limes",
+    "NEEBBR RA ASSK"): lines a title must not come from."""
+    words = text.split()
+    if not words or sum(ch.isalpha() for ch in text) < 3:
+        return True
+    broken = sum(1 for w in words if re.search(r"[^\w'’&.,:;!?()\-–—/“”\"]", w) or re.search(r"\w[=|)(\]\[{}]+\w", w))
+    if broken / len(words) > 0.25:
+        return True
+    if len(words) >= 6 and sum(1 for w in words if len(w) <= 2) / len(words) > 0.4:
+        return True  # OCR of a picture: letters and marks, few words
+    repeated = sum(1 for a, b in zip(words, words[1:], strict=False) if a.lower() == b.lower())
+    if len(words) >= 4 and repeated / (len(words) - 1) >= 0.3:
+        return True
+    letters = [w for w in words if w.isalpha() and len(w) >= 3]
+    doubled = sum(1 for w in letters if sum(a == b for a, b in zip(w, w[1:], strict=False)) >= len(w) / 3)
+    return len(letters) >= 3 and doubled / len(letters) >= 0.5
+
+
+def _candidates(page: CoverPage) -> list[CoverLine]:
+    return [
+        line
+        for line in page.lines
+        if line.size > 0 and not line.vertical and not is_furniture(line.text) and not is_noise(line.text)
+        and len(line.text) <= _MAX_TITLE_CHARS
+    ]  # fmt: skip
+
+
+def _joins(upper: CoverLine, lower: CoverLine, top: float) -> bool:
+    """Whether `lower` continues `upper` in one title: adjacent, and alike in size or joined by a word."""
+    if lower.text.endswith(".") and len(lower.text.split()) > 5:
+        return False  # a sentence opens the body, it does not continue a title
+    gap = lower.top - upper.bottom
+    if gap > 1.6 * max(upper.bottom - upper.top, lower.bottom - lower.top, 0.01) or gap < -0.02:
+        return False
+    size = min(upper.size, lower.size)
+    if size >= _SIMILAR * max(upper.size, lower.size) and size >= _SIMILAR * top:
+        return True
+    first, last = lower.text.split()[0].lower(), upper.text.split()[-1].lower()
+    open_end = upper.text.endswith("-") or upper.text.count("(") > upper.text.count(")")
+    return size >= _CONTINUED * top and (first in _JOINING_WORDS or last in _JOINING_WORDS or open_end)
+
+
+def join_lines(lines: Sequence[CoverLine]) -> str:
+    """Title lines as one string; a word broken by a hyphen at a line end is mended ("AB-" "STRACTION")."""
+    text = ""
+    for line in lines:
+        piece = " ".join(line.text.split())
+        if text.endswith("-") and text[-2:-1].isalpha() and piece[:1].isalpha():
+            text = text[:-1] + piece
+        else:
+            text = f"{text} {piece}".strip()
+    return text.strip(" ,;:")
+
+
+def _block(lines: list[CoverLine], anchor: int, top: float) -> list[CoverLine]:
+    """The anchor line and the lines above and below it that continue it, top to bottom."""
+    ordered = sorted(lines, key=lambda line: line.top)
+    index = ordered.index(lines[anchor])
+    start = end = index
+    while start > 0 and end - start + 1 < _MAX_TITLE_LINES and _joins(ordered[start - 1], ordered[start], top):
+        start -= 1
+    while end + 1 < len(ordered) and end - start + 1 < _MAX_TITLE_LINES and _joins(ordered[end], ordered[end + 1], top):
+        end += 1
+    return ordered[start : end + 1]
+
+
+def layout_title(page: CoverPage, body: float) -> str:
+    """The title of a cover page by type size, or "" when nothing stands out from the body."""
+    lines = _candidates(page)
+    if not lines or body <= 0:
+        return ""
+    top = max(line.size for line in lines)
+    if top < STANDOUT * body:
+        return ""
+    # Of the lines in the largest type, the highest: titles open covers, slogans close them.
+    anchor = min((i for i, line in enumerate(lines) if line.size >= top - 0.6), key=lambda i: lines[i].top)
+    return join_lines(_block(lines, anchor, top))
+
+
+def cited_title(page: CoverPage) -> str:
+    """The title a cover asks to be cited by, quoted on the line after "Recommended citation"."""
+    for index, line in enumerate(page.lines):
+        if CITATION_HEAD.match(line.text.strip()):
+            following = " ".join(item.text for item in page.lines[index : index + 3])
+            quoted = _QUOTED.search(following)
+            if quoted:
+                return " ".join(quoted[1].split()).strip(" ,.")
+    return ""
+
+
+def printed_page_title(page: CoverPage) -> str:
+    """The page title a browser prints above a saved web page, after the print date."""
+    for line in page.lines[:3]:
+        match = _PRINT_HEADER.match(line.text.strip())
+        if match and line.top < 0.06:
+            return match[1].strip()
+    return ""
+
+
+def cover_title(cover: Cover) -> str:
+    """The title of a document from its first page (the second when the first carries no text)."""
+    body = cover.body_size
+    for page in cover.pages[:2]:
+        title = cited_title(page) or printed_page_title(page) or layout_title(page, body)
+        if title:
+            return title
+        if page.lines:
+            return ""  # the first page has text, just no title: a later page's heading is not the title
+    return ""
