@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from hyperfolio.cards import DocumentCard, match_cards
-from hyperfolio.cards.offline import card_for_file
 from hyperfolio.cards.names import abbreviates, core
+from hyperfolio.cards.offline import card_for_file
 from hyperfolio.eval.datasets import data_root
 
 _TRUTH = re.compile(r"^(?P<org>.+?)_(?P<year>\d{4})(?:Q(?P<quarter>[1-4]))?_(?P<form>10K|10Q|8K)$")

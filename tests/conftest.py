@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pymupdf
 import pytest
 
@@ -28,6 +31,29 @@ def _load_fake_server():
 
 
 fake_openai_server = _load_fake_server()
+
+
+class HashEmbedder:
+    """Bag of hashed words: deterministic, instant, similar texts get similar vectors (a stand-in for the
+    embedding model where a test is about something else)."""
+
+    name = "hash-test"
+    dim = 64
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+@pytest.fixture
+def hash_embedder() -> HashEmbedder:
+    return HashEmbedder()
+
 
 # Programs some tests need from the system, how each is found and how to install it (Debian).
 SYSTEM_PROGRAMS: dict[str, tuple[tuple[str, ...], str]] = {

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
-import re
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from hyperfolio.eval.datasets import EvalDataset, EvalQuestion
@@ -28,22 +24,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-class HashEmbedder:
-    """Bag of hashed words: deterministic, instant, similar texts get similar vectors."""
-
-    name = "hash-test"
-    dim = 64
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
-
-
 ZEBRA = "Zebras grazing on the savanna have black and white stripes that confuse biting flies."
 OTTER = "Sea otters hold hands while sleeping so that the current does not pull them apart."
 FALCON = "Peregrine falcons dive faster than any other animal, and their stripes are barely visible."
@@ -60,7 +40,7 @@ def write_docs(folder: Path) -> list[Path]:
     return [folder / "alpha.md", folder / "beta.md"]
 
 
-def test_run_eval_known_recall(tmp_path: Path) -> None:
+def test_run_eval_known_recall(tmp_path: Path, hash_embedder) -> None:
     from hyperfolio.eval.report import markdown, write_report
     from hyperfolio.eval.runner import run_eval
 
@@ -97,7 +77,7 @@ def test_run_eval_known_recall(tmp_path: Path) -> None:
     collection.mkdir()
     (collection / "settings.toml").write_text("[parse]\nchunk_tokens = 40\nchunk_overlap = 0\n")
 
-    result = run_eval(dataset, ["bm25", "hybrid"], collection, embedder=HashEmbedder(), answers=True)
+    result = run_eval(dataset, ["bm25", "hybrid"], collection, embedder=hash_embedder, answers=True)
 
     assert result.index["status"] == {"added": 2}
     bm25 = result.overall["bm25"]
@@ -120,12 +100,12 @@ def test_run_eval_known_recall(tmp_path: Path) -> None:
     assert json.loads(json_path.read_text())["overall"]["bm25"]["n"] == 3
     assert md_path.read_text() == text
 
-    again = run_eval(dataset, ["bm25"], collection, embedder=HashEmbedder(), limit=1)
+    again = run_eval(dataset, ["bm25"], collection, embedder=hash_embedder, limit=1)
     assert again.index["status"] == {"skipped": 1}  # the index is reused; only q1's document is needed
     assert again.overall["bm25"].n == 1
 
 
-def test_auto_is_judged_on_documents_its_ranker_never_saw(tmp_path: Path) -> None:
+def test_auto_is_judged_on_documents_its_ranker_never_saw(tmp_path: Path, hash_embedder) -> None:
     from hyperfolio.eval.runner import run_eval
 
     folder = tmp_path / "docs"
@@ -152,7 +132,7 @@ def test_auto_is_judged_on_documents_its_ranker_never_saw(tmp_path: Path) -> Non
     (collection / "settings.toml").write_text("[parse]\nchunk_tokens = 40\nchunk_overlap = 0\n")
 
     result = run_eval(
-        dataset, ["bm25", "auto", "auto-nograph"], collection, embedder=HashEmbedder(), answers=True, folds=2
+        dataset, ["bm25", "auto", "auto-nograph"], collection, embedder=hash_embedder, answers=True, folds=2
     )
     for variant in ("auto", "auto-nograph"):
         summary = result.overall[variant]

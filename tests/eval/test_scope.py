@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from hyperfolio.eval import runner
+from hyperfolio.eval import ranker_training, runner
 from hyperfolio.eval.datasets import EvalDataset, EvalQuestion
 from hyperfolio.eval.ranker_training import FEATURES, QuestionRows
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.retrieve.features import Candidates
-
-
-class HashEmbedder:
-    """Bag of hashed words: deterministic and instant."""
-
-    name = "hash-test"
-    dim = 64
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
 
 
 def _chunk(doc_id: str, page: int, text: str = "") -> Chunk:
@@ -80,13 +62,13 @@ def test_held_out_rankers_never_see_a_held_out_document(monkeypatch: pytest.Monk
     assert all(label == float(c.doc_id == doc_ids[r.group] and c.page == 1)
                for r in rows for c, label in zip(r.candidates.chunks, r.labels, strict=True))  # fmt: skip
     seen: list[set[str]] = []
-    fit = runner.fit
+    fit = ranker_training.fit
 
-    def spy(train: Sequence[QuestionRows], exclude: Sequence[str] = ()):
-        seen.append({c.doc_id for r in train for c in r.candidates.chunks})
-        return fit(train, exclude)
+    def spy(train: Sequence[QuestionRows], exclude: Sequence[str] = (), c: float = ranker_training.DEFAULT_C):
+        seen.append({chunk.doc_id for r in train for chunk in r.candidates.chunks})
+        return fit(train, exclude, c)
 
-    monkeypatch.setattr(runner, "fit", spy)
+    monkeypatch.setattr(ranker_training, "fit", spy)
     held = runner.held_out_rankings(rows, (), 3, doc_ids)
     assert sorted(held.fold.values()) == [0, 0, 1, 1, 2, 2]
     for fold, docs in enumerate(seen):
@@ -96,7 +78,7 @@ def test_held_out_rankers_never_see_a_held_out_document(monkeypatch: pytest.Monk
         assert len(held.ranking[r.question.qid]) == len(r.candidates.chunks)
 
 
-def test_collection_scope_counts_only_the_gold_document(tmp_path: Path, pdf_writer) -> None:
+def test_collection_scope_counts_only_the_gold_document(tmp_path: Path, pdf_writer, hash_embedder) -> None:
     pytest.importorskip("sklearn")
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -122,8 +104,8 @@ def test_collection_scope_counts_only_the_gold_document(tmp_path: Path, pdf_writ
     dataset = EvalDataset("two", questions, [alpha, beta], evidence="pages")
     collection = tmp_path / "col"
 
-    whole = runner.run_eval(dataset, ["bm25", "auto"], collection, embedder=HashEmbedder(), folds=2, scope="collection")
-    own = runner.run_eval(dataset, ["bm25"], collection, embedder=HashEmbedder(), scope="document")
+    whole = runner.run_eval(dataset, ["bm25", "auto"], collection, embedder=hash_embedder, folds=2, scope="collection")
+    own = runner.run_eval(dataset, ["bm25"], collection, embedder=hash_embedder, scope="document")
 
     assert whole.scope == "collection" and own.scope == "document"
     q1 = next(r for r in whole.records if r.qid == "q1" and r.strategy == "bm25")
@@ -142,7 +124,7 @@ def test_collection_scope_counts_only_the_gold_document(tmp_path: Path, pdf_writ
     text = markdown(whole)
     assert "collection scope" in text and "doc-R@1" in text and "| bm25 | 75.0 |" in text
     with pytest.raises(ValueError, match="scope"):
-        runner.run_eval(dataset, ["bm25"], collection, embedder=HashEmbedder(), scope="shelf")
+        runner.run_eval(dataset, ["bm25"], collection, embedder=hash_embedder, scope="shelf")
 
 
 def test_ranking_document_recall_reads_the_top_candidate() -> None:

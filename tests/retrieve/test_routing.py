@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from fake_openai_server import Reply
 
 from hyperfolio import Collection
+from hyperfolio.answer.extractive import ExtractiveAnswerer
+from hyperfolio.answer.model import ACROSS_RULE, LLMAnswerer
 from hyperfolio.cards.card import CARD_KEY
 from hyperfolio.retrieve.routing import quota_order
 
@@ -115,3 +118,37 @@ def test_the_quota_keeps_each_documents_best_and_the_score_order():
     assert quota_order(order, doc_of, ["a", "b"], 2) == [(0, 0.9), (3, 0.6), (1, 0.8), (2, 0.7), (4, 0.5)]
     assert quota_order(order, doc_of, ["a", "b"], 4) == [(0, 0.9), (1, 0.8), (3, 0.6), (4, 0.5), (2, 0.7)]
     assert quota_order(order, doc_of, ["a"], 3) == order  # one document: the order as it was
+
+
+def test_the_offline_answer_across_two_filings_gives_a_part_from_each_named_by_its_title(filings):
+    answer = filings.ask("Compare Northwind's total net revenue in fiscal 2021 and fiscal 2022.")
+    titles = [filings.resolve(n).title for n in ("northwind-2021.pdf", "northwind-2022.pdf")]
+    assert all(f"{title}: " in answer.text for title in titles), answer.text
+    assert "4,120" in answer.text and "4,870" in answer.text  # each filing's own figure
+    assert {c.doc_id for c in answer.citations} == {
+        filings.resolve(n).doc_id for n in ("northwind-2021.pdf", "northwind-2022.pdf")
+    }
+
+
+def test_a_model_asked_across_filings_is_told_to_answer_for_each(filings, fake_llm, fake_client):
+    question = "Compare Northwind's total net revenue in fiscal 2021 and fiscal 2022."
+    evidence = filings.retrieve(question)
+    fake_llm.script(Reply.json({"answer": "4,120 then 4,870", "citations": [1, 2], "sufficient": True}))
+    LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(question, evidence)
+    (request,) = fake_llm.chat_requests
+    assert ACROSS_RULE in request["messages"][-1]["content"]
+    single = filings.retrieve("What was Northwind's total net revenue in fiscal 2022?")
+    fake_llm.script(Reply.json({"answer": "4,870", "citations": [1], "sufficient": True}))
+    LLMAnswerer(fake_client, ExtractiveAnswerer()).answer("What was it?", single)
+    assert ACROSS_RULE not in fake_llm.chat_requests[-1]["messages"][-1]["content"]
+
+
+def test_the_card_text_feature_finds_the_document_whose_card_says_the_question(filings):
+    from hyperfolio.retrieve.base import Query
+    from hyperfolio.retrieve.routing import card_text_scores
+
+    ctx = filings.parts.retrieval_context(filings._texts)
+    scores = card_text_scores(Query("Which pharmaceuticals company filed this?"), ctx)
+    contoso = filings.resolve("contoso-2022.pdf").doc_id
+    assert max(scores, key=scores.get) == contoso and 0 < scores[contoso] <= 1
+    assert set(scores) == {d.doc_id for d in filings.documents()}

@@ -239,6 +239,18 @@ def pick(candidates: Sequence[Passage], scores: np.ndarray, limit: int, floor: f
     return chosen
 
 
+def per_document(candidates: Sequence[Passage], scores: np.ndarray, floor: float) -> list[Passage]:
+    """A question across documents: each document's best passage above `floor`, in document order of
+    first appearance, so the answer has a part from every document the evidence holds."""
+    best: dict[str, int] = {}
+    for index in np.argsort(-scores):
+        doc_id = candidates[index].item.chunk.doc_id
+        if doc_id not in best and float(scores[index]) >= floor:
+            best[doc_id] = int(index)
+    order = list(dict.fromkeys(p.item.chunk.doc_id for p in candidates))
+    return [candidates[best[d]] for d in order if d in best]
+
+
 class ExtractiveAnswerer:
     """Offline answerer: picks the best passages of the evidence and cites them."""
 
@@ -348,15 +360,20 @@ class ExtractiveAnswerer:
         best = float(scores.max())
         if best < self.min_score:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
-        chosen = [candidates[i] for i in pick(candidates, scores, self.max_passages, 0.8 * best)]
+        if evidence.meta.get("across_documents"):
+            chosen = per_document(candidates, scores, self.min_score)
+        else:
+            chosen = [candidates[i] for i in pick(candidates, scores, self.max_passages, 0.8 * best)]
         citations: list[Citation] = []
         for passage in chosen:
             if passage.item.citation not in citations:
                 citations.append(passage.item.citation)
+        named = len({p.item.chunk.doc_id for p in chosen}) > 1  # say whose each part is
         parts = []
         for passage in chosen:
             marker = citations.index(passage.item.citation) + 1
-            parts.append(f"{quoted(passage.text)} [{marker}]")
+            whose = f"{passage.item.citation.title}: " if named else ""
+            parts.append(f"{whose}{quoted(passage.text)} [{marker}]")
         return Answer(
             question=question,
             text=" ".join(parts),

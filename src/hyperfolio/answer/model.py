@@ -53,6 +53,12 @@ cite nothing); true otherwise.
 Never rely on outside knowledge. Cite only chunk numbers that appear in the evidence.""")
 
 
+ACROSS_RULE = (
+    "The question is about several documents: answer for each one, naming the document (its title as the "
+    "chunks give it) before its part of the answer, and say plainly where they disagree."
+)
+
+
 class AnswerReply(BaseModel):
     answer: str = ""
     citations: Numbers = Field(default_factory=list)
@@ -171,6 +177,8 @@ class LLMAnswerer:
         fence = Fence.over([text for _, text in sources] + [line for _, lines in sections for line in lines])
         parts = [f"Question: {question}", "Source chunks:\n" + "\n".join(fence.quote(t, n) for n, t in sources)]
         parts.extend(heading + "\n" + fence.quote("\n".join(lines)) for heading, lines in sections)
+        if evidence.meta.get("across_documents"):
+            parts.append(ACROSS_RULE)
         parts.append("Answer the question from this evidence.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 

@@ -17,6 +17,7 @@ _LEGAL = {
     "sa", "ag", "nv", "se", "the", "subsidiaries", "pty", "gmbh", "holdings", "group",
 }  # fmt: skip
 _CONNECTORS = {"&", "and"}
+_MINOR = {"of", "for", "the", "in", "on", "at"}  # words an abbreviation skips
 _WORD = re.compile(r"&|[^\W_]+")
 _ACRONYM = re.compile(r"^(?=(?:.*[A-Z]){2})[A-Za-z&.]{2,8}$")  # "AMEX", "JPM", "JnJ", "J&J", "P&G"
 DISTINCT = 0.9  # the name's own first word, which no other issuer shares, is named
@@ -44,13 +45,16 @@ def core(name: str) -> tuple[str, ...]:
 @lru_cache(maxsize=4096)
 def abbreviates(short: str, name: tuple[str, ...]) -> bool:
     """Whether `short` is made of beginnings of the name's words, in order, from its first word
-    ("amex" = am+ex, "jnj" = j+n+j with "&" read as "n", "jpm" = jpm...); two words or more,
-    or three letters or more of the first word alone."""
+    ("amex" = am+ex, "jnj" = j+n+j with "&" read as "n", "jpm" = jpm...). It must stand for the whole
+    name (every word but "of"-like ones), or be three letters or more of the first word of a name of
+    two words at most: "US" is not the United States Court of Appeals, nor "UNIT" the United Nations."""
     short = short.lower().replace(".", "")
+    content = [t for t in name if t not in _CONNECTORS and t not in _MINOR]
 
     def walk(rest: str, index: int, used: int) -> bool:
         if not rest:
-            return used >= 2 or (used == 1 and len(short) >= 3)
+            whole = used >= 2 and all(t in _CONNECTORS or t in _MINOR for t in name[index:])
+            return whole or (used == 1 and index == 1 and len(short) >= 3 and len(content) <= 2)
         if index >= len(name):
             return False
         token = name[index]
@@ -103,7 +107,10 @@ def name_score(question: str, name: str, index: NameIndex, aliases: Sequence[str
     if any(_ACRONYM.match(w) and abbreviates(w, target) for w in raw):
         return DISTINCT
     content = [t for t in target if t not in _CONNECTORS]
-    if content[0] in asked and index.share(content[0]) == 1 and len(content[0]) >= 3:
+    # The name's own first word names a short name ("Adobe", "Verizon"); a long institutional name's first
+    # word is a common one ("United" of the United States Court of Appeals).
+    short_name = len([t for t in content if t not in _MINOR]) <= 3
+    if short_name and content[0] in asked and index.share(content[0]) == 1 and len(content[0]) >= 3:
         return DISTINCT
     total = sum(index.weight(t) for t in content)
     found = sum(index.weight(t) for t in content if t in asked)

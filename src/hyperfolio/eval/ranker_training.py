@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -79,8 +79,14 @@ def collect(
     return out
 
 
-def fit(rows: Sequence[QuestionRows], exclude: Sequence[str] = (), c: float = DEFAULT_C) -> LinearRanker:
-    """A logistic ranker over the columns of the groups not excluded, each question weighted equally."""
+def fit(
+    rows: Sequence[QuestionRows],
+    exclude: Sequence[str] = (),
+    c: float = DEFAULT_C,
+    question_weights: Sequence[float] | None = None,
+) -> LinearRanker:
+    """A logistic ranker over the columns of the groups not excluded, each question weighted equally, or
+    by `question_weights` (one per question: so that sets or scopes can weigh what the caller decides)."""
     try:  # training only: queries never import it, and the default install leaves it out
         from sklearn.linear_model import LogisticRegression
     except ModuleNotFoundError as exc:
@@ -89,17 +95,12 @@ def fit(rows: Sequence[QuestionRows], exclude: Sequence[str] = (), c: float = DE
         ) from exc
 
     columns = feature_columns(exclude)
-    usable = [r for r in rows if r.trainable]
-    if not usable:
-        raise ValueError("no question has both evidence and non-evidence among its candidates")
-    x = np.vstack([r.candidates.matrix[:, columns] for r in usable])
-    y = np.concatenate([r.labels for r in usable])
-    weights = np.concatenate([_question_weights(r.labels) for r in usable])
+    x, y, weights = training_matrix(rows, columns, question_weights)
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
     model = LogisticRegression(C=c, max_iter=2000)
-    model.fit((x - mean) / scale, y, sample_weight=weights * len(usable) / weights.sum())
+    model.fit((x - mean) / scale, y, sample_weight=weights)
     return LinearRanker(
         features=[FEATURES[i][0] for i in columns],
         mean=[round(float(v), 6) for v in mean],
@@ -107,8 +108,31 @@ def fit(rows: Sequence[QuestionRows], exclude: Sequence[str] = (), c: float = DE
         coef=[round(float(v), 6) for v in model.coef_[0]],
         intercept=round(float(model.intercept_[0]), 6),
         exclude=list(exclude),
-        meta={"questions": len(usable), "candidates": int(len(y)), "positives": int(y.sum()), "C": c},
+        meta={
+            "questions": sum(r.trainable for r in rows),
+            "candidates": int(len(y)),
+            "positives": int(y.sum()),
+            "C": c,
+        },
     )
+
+
+def training_matrix(
+    rows: Sequence[QuestionRows], columns: Sequence[int], question_weights: Sequence[float] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features, labels and sample weights of the trainable questions: a question's positives and its
+    negatives each carry half its weight (1, or its `question_weights` entry), scaled to a mean of 1 a
+    question so that C means the same whatever the weights."""
+    given = [1.0] * len(rows) if question_weights is None else list(question_weights)
+    if len(given) != len(rows):
+        raise ValueError("one weight per question's rows")
+    usable = [(r, w) for r, w in zip(rows, given, strict=True) if r.trainable and w > 0]
+    if not usable:
+        raise ValueError("no question has both evidence and non-evidence among its candidates")
+    x = np.vstack([r.candidates.matrix[:, list(columns)] for r, _ in usable])
+    y = np.concatenate([r.labels for r, _ in usable])
+    weights = np.concatenate([w * _question_weights(r.labels) for r, w in usable])
+    return x, y, weights * len(usable) / weights.sum()
 
 
 def _question_weights(labels: np.ndarray) -> np.ndarray:
@@ -135,19 +159,42 @@ class HeldOut:
 
 
 def cross_validate(
-    rows: Sequence[QuestionRows], exclude: Sequence[str] = (), folds: int = 5, c: float = DEFAULT_C, seed: int = 13
+    rows: Sequence[QuestionRows],
+    exclude: Sequence[str] = (),
+    folds: int = 5,
+    c: float = DEFAULT_C,
+    seed: int = 13,
+    doc_ids: dict[str, str] | None = None,
 ) -> HeldOut:
+    """A fold's questions ranked by a ranker fitted on the other folds'. With `doc_ids` (group -> doc id),
+    candidates came from a whole collection: the fold's documents' candidates are dropped from the
+    training questions too, so no ranker sees any part of a document it is judged on."""
     fold_of = assign_folds([r.group for r in rows], folds, seed)
     out = HeldOut()
     for fold in sorted(set(fold_of.values())):
-        train = [r for r in rows if fold_of[r.group] != fold]
-        ranker = fit(train, exclude, c)
+        unseen = {doc_ids[group] for group, f in fold_of.items() if f == fold} if doc_ids else set()
+        ranker = fit([without_documents(r, unseen) for r in rows if fold_of[r.group] != fold], exclude, c)
         out.rankers.append(ranker)
         for r in rows:
             if fold_of[r.group] == fold:
                 out.ranking[r.question.qid] = order_by(ranker, r.candidates)
                 out.fold[r.question.qid] = fold
     return out
+
+
+def without_documents(rows: QuestionRows, doc_ids: set[str]) -> QuestionRows:
+    """The rows without the candidates of these documents (so a ranker never sees a held-out document)."""
+    keep = [i for i, c in enumerate(rows.candidates.chunks) if c.doc_id not in doc_ids]
+    if len(keep) == len(rows.candidates.chunks):
+        return rows
+    candidates = rows.candidates
+    kept = replace(
+        candidates,
+        chunks=[candidates.chunks[i] for i in keep],
+        matrix=candidates.matrix[keep],
+        sources=[candidates.sources[i] for i in keep],
+    )
+    return replace(rows, candidates=kept, labels=rows.labels[keep])
 
 
 def order_by(ranker: LinearRanker, candidates: Candidates) -> list[tuple[int, float]]:

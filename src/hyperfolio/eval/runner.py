@@ -28,10 +28,8 @@ from hyperfolio.eval.ranker_training import (
     AUTO_VARIANTS,
     HeldOut,
     QuestionRows,
-    assign_folds,
     collect,
-    fit,
-    order_by,
+    cross_validate,
 )
 from hyperfolio.model import EvidencePackage
 from hyperfolio.retrieve.auto import candidate_package
@@ -476,38 +474,12 @@ def gold_document_only(rows: QuestionRows, doc_id: str) -> QuestionRows:
     return replace(rows, labels=rows.labels * own)
 
 
-def _without(rows: QuestionRows, doc_ids: set[str]) -> QuestionRows:
-    """The rows without the candidates of these documents (so a ranker never sees a held-out document)."""
-    keep = [i for i, c in enumerate(rows.candidates.chunks) if c.doc_id not in doc_ids]
-    if len(keep) == len(rows.candidates.chunks):
-        return rows
-    candidates = rows.candidates
-    kept = replace(
-        candidates,
-        chunks=[candidates.chunks[i] for i in keep],
-        matrix=candidates.matrix[keep],
-        sources=[candidates.sources[i] for i in keep],
-    )
-    return replace(rows, candidates=kept, labels=rows.labels[keep])
-
-
 def held_out_rankings(
     rows: Sequence[QuestionRows], exclude: Sequence[str], folds: int, doc_ids: dict[str, str]
 ) -> HeldOut:
-    """Cross-validation with whole documents held out: a fold's questions are ranked by a ranker fitted
-    on the other folds' questions, and, when candidates come from the whole collection, without any
-    candidate of the fold's documents either. Scoped to their documents, this is `cross_validate`."""
-    fold_of = assign_folds([r.group for r in rows], folds)
-    out = HeldOut()
-    for fold in sorted(set(fold_of.values())):
-        unseen = {doc_ids[group] for group, f in fold_of.items() if f == fold}
-        ranker = fit([_without(r, unseen) for r in rows if fold_of[r.group] != fold], exclude)
-        out.rankers.append(ranker)
-        for r in rows:
-            if fold_of[r.group] == fold:
-                out.ranking[r.question.qid] = order_by(ranker, r.candidates)
-                out.fold[r.question.qid] = fold
-    return out
+    """Cross-validation with whole documents held out, their candidates too when candidates come from the
+    whole collection (`cross_validate` with the questions' document ids)."""
+    return cross_validate(rows, exclude, folds, doc_ids=doc_ids)
 
 
 def _run_one(

@@ -23,7 +23,7 @@ from hyperfolio.model import Chunk
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.feature_table import FEATURE_INDEX
 from hyperfolio.retrieve.rankings import Ranking, reciprocal_rank_fusion
-from hyperfolio.retrieve.routing import card_matches
+from hyperfolio.retrieve.routing import card_matches, card_text_scores
 
 PageKey = tuple[str, int]
 _LOG_DEPTH = math.log1p(100)  # the fused flat ranking holds at most twice a source's depth
@@ -50,6 +50,7 @@ def document_features(
     total_base = float(base.sum()) or 1.0
     total_idf = sum(idf.values()) or 1.0
     cards = card_matches(query, ctx)
+    card_text = card_text_scores(query, ctx)
     for doc_id, rows in rows_of.items():
         held = set().union(*(page_words.get((chunks[i].doc_id, chunks[i].page), frozenset()) for i in rows))
         matrix[rows, col["doc_best"]] = best[doc_id]
@@ -57,6 +58,7 @@ def document_features(
         matrix[rows, col["doc_share"]] = float(base[rows].sum()) / total_base
         matrix[rows, col["doc_idf_cover"]] = sum(w for word, w in idf.items() if word in held) / total_idf
         matrix[rows, col["doc_pages"]] = math.log1p(pages[doc_id]) / 7.0
+        matrix[rows, col["card_text"]] = card_text.get(doc_id, 0.0)
         card = cards.get(doc_id)
         if card is not None:
             matrix[rows, col["card_org"]] = card.org_match

@@ -21,9 +21,11 @@ SOURCE_GROUP = {
 SOURCES = tuple(SOURCE_GROUP)
 # Whole-document features: the document's best candidate, its rank among the candidates' documents, its
 # share of the fused score, the question's rare words it holds, its size, and how its card matches the
-# organisation, period and document type the question names (cards/match.py).
+# organisation, period and document type the question names (cards/match.py), and how much of the
+# question its card's text says (title, contents).
 DOCUMENT_FEATURES = (
     "doc_best", "doc_rr", "doc_share", "doc_idf_cover", "doc_pages", "card_org", "card_period", "card_type",
+    "card_text",
 )  # fmt: skip
 
 

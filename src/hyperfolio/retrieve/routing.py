@@ -12,11 +12,13 @@ are never routed away from.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from hyperfolio.cards.card import DocumentCard, stored_card
 from hyperfolio.cards.match import ORG_NAMED, CardMatch, match_cards, named_entities
 from hyperfolio.model import DocumentInfo
+from hyperfolio.phrases import content_words
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.store.base import STAGE_READY
 
@@ -53,6 +55,23 @@ def card_matches(query: Query, ctx: RetrievalContext) -> dict[str, CardMatch]:
         ("card-matches", query.text, scope and tuple(scope)),
         lambda: {m.doc_id: m for m in match_cards(query.text, collection_cards(ctx, scope))},
     )
+
+
+def card_text_scores(query: Query, ctx: RetrievalContext) -> dict[str, float]:
+    """How much of the question each document's card says (title, issuer, type, period, contents), its
+    words weighted by how few cards hold them: a question about "Germans and Americans" meets the report
+    titled so, wherever its pages rank. Scores are shares of the question's weight, in [0, 1]."""
+
+    def score() -> dict[str, float]:
+        cards = collection_cards(ctx)
+        held = {card.doc_id: set(content_words(card.text())) for card in cards}
+        asked = set(content_words(query.text))
+        df = {w: sum(w in words for words in held.values()) for w in asked}
+        idf = {w: math.log((len(cards) + 1) / (df[w] + 0.5)) for w in asked}
+        total = sum(idf.values()) or 1.0
+        return {doc: sum(idf[w] for w in asked & words) / total for doc, words in held.items()}
+
+    return ctx.memo.value(("card-text", query.text), score)
 
 
 def route(query: Query, ctx: RetrievalContext) -> Route | None:
