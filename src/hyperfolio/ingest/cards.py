@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hyperfolio.cards.card import CARD_KEY as CARD
 from hyperfolio.cards.card import DocumentCard
-from hyperfolio.model import Document, DocumentInfo
+from hyperfolio.model import Chunk, Document, DocumentInfo
 from hyperfolio.store.base import STAGE_READY, Store
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,11 @@ def fill_cards(store: Store) -> int:
     made = 0
     for info in without_card(store):
         pages = store.get_pages(info.doc_id)
-        chunks = list(store.iter_chunks(info.doc_id))
+        on_page: dict[int, list[Chunk]] = {}
+        for chunk in store.iter_chunks(info.doc_id):
+            on_page.setdefault(chunk.page, []).append(chunk)
         for page in pages:
-            page.chunks = [c for c in chunks if c.page == page.number]
+            page.chunks = on_page.get(page.number, [])
         doc = Document(info.doc_id, info.source, info.title, info.kind, pages, info.content_hash, dict(info.meta))
         attach_card(doc)
         if isinstance(doc.meta.get(CARD), dict):

@@ -23,7 +23,7 @@ from hyperfolio.model import Chunk
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.feature_table import FEATURE_INDEX
 from hyperfolio.retrieve.rankings import Ranking, reciprocal_rank_fusion
-from hyperfolio.retrieve.routing import card_matches, card_text_scores
+from hyperfolio.retrieve.routing import card_matches, card_text_scores, ready_documents
 
 PageKey = tuple[str, int]
 _LOG_DEPTH = math.log1p(100)  # the fused flat ranking holds at most twice a source's depth
@@ -44,7 +44,7 @@ def document_features(
     rows_of: dict[str, list[int]] = defaultdict(list)
     for i, chunk in enumerate(chunks):
         rows_of[chunk.doc_id].append(i)
-    pages = {doc_id: _page_count(ctx, doc_id) for doc_id in rows_of}
+    pages = _page_counts(ctx, list(rows_of))
     best = {doc_id: float(base[rows].max()) for doc_id, rows in rows_of.items()}
     rank = {doc_id: r for r, doc_id in enumerate(sorted(best, key=lambda d: (-best[d], d)), start=1)}
     total_base = float(base.sum()) or 1.0
@@ -85,6 +85,11 @@ def flat_prior(matrix: np.ndarray, row: Mapping[str, int], rankings: Mapping[str
         matrix[i, col["flat_logrank"]] = max(0.0, 1.0 - math.log(position) / _LOG_DEPTH)
 
 
-def _page_count(ctx: RetrievalContext, doc_id: str) -> int:
-    info = ctx.store.get_document(doc_id)
-    return max(1, info.num_pages) if info else 1
+def _page_counts(ctx: RetrievalContext, doc_ids: list[str]) -> dict[str, int]:
+    """Page counts of the candidates' documents: one read for a scoped question, else from the ready
+    documents routing has already read for this call."""
+    if len(doc_ids) == 1:
+        info = ctx.store.get_document(doc_ids[0])
+        return {doc_ids[0]: max(1, info.num_pages) if info else 1}
+    known = {d.doc_id: d.num_pages for d in ready_documents(ctx)}
+    return {doc_id: max(1, known.get(doc_id, 1)) for doc_id in doc_ids}

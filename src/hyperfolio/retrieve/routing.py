@@ -42,7 +42,7 @@ def collection_cards(ctx: RetrievalContext, doc_ids: list[str] | None = None) ->
 
     def read() -> list[DocumentCard]:
         wanted = set(doc_ids) if doc_ids else None
-        cards = [stored_card(d.meta, d.doc_id) for d in _ready(ctx) if wanted is None or d.doc_id in wanted]
+        cards = [stored_card(d.meta, d.doc_id) for d in ready_documents(ctx) if wanted is None or d.doc_id in wanted]
         return [card for card in cards if card is not None]
 
     return ctx.memo.value(key, read)
@@ -64,7 +64,7 @@ def card_text_scores(query: Query, ctx: RetrievalContext) -> dict[str, float]:
 
     def score() -> dict[str, float]:
         cards = collection_cards(ctx)
-        held = {card.doc_id: set(content_words(card.text())) for card in cards}
+        held = {card.doc_id: _card_words(ctx, card) for card in cards}
         asked = set(content_words(query.text))
         df = {w: sum(w in words for words in held.values()) for w in asked}
         idf = {w: math.log((len(cards) + 1) / (df[w] + 0.5)) for w in asked}
@@ -130,11 +130,18 @@ def routed(query: Query, ctx: RetrievalContext) -> tuple[Query, Route | None]:
     return (replace(query, doc_ids=found.doc_ids), found) if found is not None else (query, None)
 
 
+def _card_words(ctx: RetrievalContext, card: DocumentCard) -> frozenset[str]:
+    """A card's words, kept across questions (a document's card is made once; its id is its content)."""
+    key = ("card-words", card.doc_id)
+    found = ctx.texts.get(key)
+    return found if found is not None else ctx.texts.put(key, frozenset(content_words(card.text())))
+
+
 def _uncarded(ctx: RetrievalContext, carded: set[str]) -> list[str]:
-    return sorted(d.doc_id for d in _ready(ctx) if d.doc_id not in carded)
+    return sorted(d.doc_id for d in ready_documents(ctx) if d.doc_id not in carded)
 
 
-def _ready(ctx: RetrievalContext) -> list[DocumentInfo]:
+def ready_documents(ctx: RetrievalContext) -> list[DocumentInfo]:
     """The collection's ready documents, read once per call."""
     return ctx.memo.value(
         ("ready-documents",), lambda: [d for d in ctx.store.list_documents() if d.status == STAGE_READY]
