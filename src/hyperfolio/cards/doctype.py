@@ -4,34 +4,30 @@ landscape pages of little text, a manual's or brochure's own name for itself."""
 
 from __future__ import annotations
 
-import re
-
 from hyperfolio.cards.cover import Cover
+from hyperfolio.cards.cues import cue
 from hyperfolio.cards.sec import SecFacts
 
 _SEC_TYPES = {"10-K": "10-K", "10-Q": "10-Q", "8-K": "8-K", "20-F": "annual report", "40-F": "annual report"}
-_EARNINGS = re.compile(
+_EARNINGS = cue(
     r"\b(?:reports?|announces?|posts?)\b[^.\n]{0,60}\b(?:first|second|third|fourth|q[1-4]|quarter(?:ly)?|"
-    r"full[- ]year|annual)\b[^.\n]{0,40}\b(?:results|earnings)\b|\bearnings\s+release\b",
-    re.IGNORECASE,
+    r"full[- ]year|annual)\b[^.\n]{0,40}\b(?:results|earnings)\b",
+    r"\bearnings\s+release\b",
 )
-_ARXIV = re.compile(r"\barxiv:\s*\d{4}\.\d{4,5}", re.IGNORECASE)
-_ABSTRACT = re.compile(r"^(?:abstract\b|a\s?b\s?s\s?t\s?r\s?a\s?c\s?t\b)", re.IGNORECASE)
-_PAPER_CUES = re.compile(
+_ARXIV = cue(r"\barxiv:\s*\d{4}\.\d{4,5}")
+_ABSTRACT = cue(r"^(?:abstract\b|a\s?b\s?s\s?t\s?r\s?a\s?c\s?t\b)")
+_PAPER_CUES = cue(
     r"^(?:\d\.?\s*|i\.\s*)?introduction$|^keywords\b|^index\s+terms|proceedings\s+of\b|\bconference\s+on\b|"
-    r"^acm\s+reference\s+format|\bet\s+al\.",
-    re.IGNORECASE,
+    r"^acm\s+reference\s+format|\bet\s+al\."
 )
-_MANUAL = re.compile(
+_MANUAL = cue(
     r"\b(?:user(?:['’]s)?\s+(?:manual|guide)|owner(?:['’]s)?\s+manual|instruction\s+manual|operating\s+instructions|"
-    r"installation\s+guide|quick\s+start|handbook|guidebook|reference\s+manual|user\s+guide|manual)\b",
-    re.IGNORECASE,
+    r"installation\s+guide|quick\s+start|handbook|guidebook|reference\s+manual|user\s+guide|manual)\b"
 )
-_BROCHURE = re.compile(r"\b(?:brochure|prospectus|leaflet)\b", re.IGNORECASE)
-_ANNUAL = re.compile(r"\bannual\s+report\b|\breport\s+and\s+accounts\b|\bintegrated\s+report\b", re.IGNORECASE)
-_REPORT = re.compile(
-    r"\breport\b|\bsurvey\b|\bassessment\b|\bstudy\b|\bwhite\s*paper\b|\bfor\s+release\b|\bresearch\s+center\b",
-    re.IGNORECASE,
+_BROCHURE = cue(r"\b(?:brochure|prospectus|leaflet)\b")
+_ANNUAL = cue(r"\bannual\s+report\b", r"\breport\s+and\s+accounts\b", r"\bintegrated\s+report\b")
+_REPORT = cue(
+    r"\breport\b|\bsurvey\b|\bassessment\b|\bstudy\b|\bwhite\s*paper\b|\bfor\s+release\b|\bresearch\s+center\b"
 )
 _SLIDE_CHARS = 900  # a slide rarely holds more text than this
 

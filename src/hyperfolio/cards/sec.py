@@ -9,22 +9,21 @@ import re
 from dataclasses import dataclass, field
 
 from hyperfolio.cards.cover import Cover, CoverPage
+from hyperfolio.cards.cues import cue
 from hyperfolio.cards.periods import Date, calendar_quarter, find_dates, fiscal_year_of_end, year_ended
 
-_FORM = re.compile(r"\bform\s*(10-?K|10-?Q|8-?K|20-?F|40-?F)(?:/A)?\b", re.IGNORECASE)
+_FORM = cue(r"\bform\s*(10-?K|10-?Q|8-?K|20-?F|40-?F)(?:/A)?\b")
 _PURPOSE = {
-    "10-K": re.compile(r"\bannual\s+report\s+pursuant\s+to\s+section", re.IGNORECASE),
-    "10-Q": re.compile(r"\bquarterly\s+report\s+pursuant\s+to\s+section", re.IGNORECASE),
-    "8-K": re.compile(r"\bcurrent\s+report\s+pursuant\s+to\s+section", re.IGNORECASE),
+    form: cue(rf"\b{kind}\s+report\s+pursuant\s+to\s+section")
+    for form, kind in (("10-K", "annual"), ("10-Q", "quarterly"), ("8-K", "current"))
 }
-_COMMISSION = re.compile(r"securities\s+and\s+exchange\s+commission", re.IGNORECASE)
-_EXACT_NAME = re.compile(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.IGNORECASE)
-_QUARTER_ENDED = re.compile(r"quarterly\s+period\s+ended", re.IGNORECASE)
+_COMMISSION = cue(r"securities\s+and\s+exchange\s+commission")
+_EXACT_NAME = cue(r"\(\s*exact\s+name\s+of\s+(?:the\s+)?registrant")
+_QUARTER_ENDED = cue(r"quarterly\s+period\s+ended")
 # Cover lines that sit between the registrant's name and its caption but are not the name.
-_NOT_A_NAME = re.compile(
+_NOT_A_NAME = cue(
     r"commission\s+file|file\s+number|transition\s+period|pursuant\s+to|^\(?mark\s+one\)?$|^[\W\d_]*$|"
-    r"exact\s+name|^or$|securities\s+and\s+exchange|washington|\bform\s+10",
-    re.IGNORECASE,
+    r"exact\s+name|^or$|securities\s+and\s+exchange|washington|\bform\s+10"
 )
 # Exchange-listed symbols on the cover: "Common Stock JPM New York Stock Exchange".
 _SYMBOL = re.compile(r"\b([A-Z]{2,5})\s+(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq|NASDAQ)")
