@@ -211,7 +211,15 @@ class Collection:
         have no vector, then check again. Documents not fully indexed are named apart (`unfinished`). Run it
         while no `add` is writing to the collection: a document half built looks like dangling rows.
         """
-        return check_store(self.store, self._lock, lambda: self.embedder, repair, EMBED_BATCH_CHUNKS, embedding_text)
+        return check_store(
+            self.store,
+            self._lock,
+            lambda: self.embedder,
+            repair,
+            EMBED_BATCH_CHUNKS,
+            embedding_text,
+            self.parts.get("carder"),
+        )
 
     def _strategy(self, mode: str | None) -> Strategy:
         """The one place a mode is resolved: the one asked for, else the collection's default."""

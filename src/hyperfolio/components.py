@@ -23,6 +23,7 @@ from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.layers_offline import OfflineThemer
 from hyperfolio.hypergraph.reconcile_offline import OfflineDetector, OfflineResolver
 from hyperfolio.hypergraph.refine_offline import OfflineRefiner
+from hyperfolio.ingest.cards import offline_carder
 from hyperfolio.ingest.embedding import embed_chunks
 from hyperfolio.ingest.pipeline import Components
 from hyperfolio.llm.registry import ModelSet
@@ -92,6 +93,12 @@ def _themer(chat: Any, _offline: Any, parts: Parts) -> Any:
     return LLMThemer(chat, vision=parts.models.get("vision"), picture=parts.chunk_picture)
 
 
+def _carder(chat: Any, _offline: Any, _parts: Parts) -> Any:
+    from hyperfolio.cards.card_model import LLMCarder
+
+    return LLMCarder(chat)
+
+
 def _refiner(chat: Any, _offline: Any, _parts: Parts) -> Any:
     from hyperfolio.hypergraph.refine_model import LLMRefiner
 
@@ -123,6 +130,7 @@ ROLES: dict[str, Role] = {
     "reconcilers": Role("extract", lambda _parts: (OfflineDetector(), OfflineResolver()), _reconcilers),
     "themer": Role("extract", lambda _parts: OfflineThemer(), _themer),
     "refiner": Role("extract", lambda _parts: OfflineRefiner(), _refiner),
+    "carder": Role("extract", lambda _parts: offline_carder(), _carder),  # the offline one reads the PDF's cover
     "answerer": Role("answer", _extractive, _answerer),
     "decomposer": Role("keywords", lambda _parts: OfflineDecomposer(), _decomposer),
 }
@@ -291,6 +299,7 @@ class ComponentSet:
             themer=lambda: self.get("themer"),
             refiner=lambda: self.get("refiner"),
             resolve=resolve,
+            carder=lambda: self.get("carder"),
         )
 
     def embed_imported(self, store: Store, chunks: list[Chunk]) -> int:

@@ -372,6 +372,18 @@ def test_a_documents_meta_takes_what_ingest_derives_later(store):
         store.update_document_meta("nope", {"card": {}})
 
 
+def test_a_documents_title_can_be_replaced(store):
+    store.write_document(north())
+    store.write_document(baltic())
+    before = store.get_document("north")
+    store.set_document_title("north", "Northwind Annual Report 2023")
+    after = store.get_document("north")
+    assert after.title == "Northwind Annual Report 2023" and after.meta == before.meta
+    assert store.titles() == {"baltic": "Baltic Review", "north": "Northwind Annual Report 2023"}  # only its own
+    with pytest.raises(StoreError):
+        store.set_document_title("nope", "Anything")
+
+
 def test_chunk_reads(store):
     store.write_document(north())
     store.write_document(baltic())

@@ -6,7 +6,10 @@ ranked."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from hyperfolio.model import Document
 
 # A fixed vocabulary, so a ranker's type feature and a question's "10-K" or "slides" mean the same thing.
 DOC_TYPES: tuple[str, ...] = (
@@ -23,11 +26,13 @@ DOC_TYPES: tuple[str, ...] = (
     "other",
 )
 _TOC_IN_TEXT = 12  # contents entries worth indexing: enough to say what the document covers
+MADE_BY = ("offline", "model")  # who read the cover: the layout rules, or a language model over them
 
 
 @dataclass
 class DocumentCard:
-    """One document's card, built offline at ingest (`cards.offline.card_for`)."""
+    """One document's card, built at ingest by a `Carder`: offline from the cover by layout
+    (`cards.offline.card_for`), or by a language model checked against that (`cards.card_model`)."""
 
     title: str = ""
     organisation: str = ""  # the issuer: an SEC registrant, a report's publisher; "" when unknown
@@ -38,12 +43,16 @@ class DocumentCard:
     toc: list[str] = field(default_factory=list)  # printed contents entries, else outline/section headings
     aliases: list[str] = field(default_factory=list)  # other names of the issuer printed on the cover (tickers)
     doc_id: str = ""  # the document the card describes
+    themes: list[str] = field(default_factory=list)  # the theme layer's top labels, most central first
+    made_by: str = "offline"  # one of MADE_BY; cards stored before models made them were all offline
 
     def __post_init__(self) -> None:
         if self.doc_type not in DOC_TYPES:
             raise ValueError(f"doc_type {self.doc_type!r} is not one of {', '.join(DOC_TYPES)}")
         if self.quarter is not None and not 1 <= self.quarter <= 4:
             raise ValueError(f"quarter {self.quarter} is not 1-4")
+        if self.made_by not in MADE_BY:
+            raise ValueError(f"made_by {self.made_by!r} is not one of {', '.join(MADE_BY)}")
 
     @property
     def period(self) -> str:
@@ -58,7 +67,7 @@ class DocumentCard:
         """All fields in one short line, for a keyword or dense index of cards."""
         parts = [self.title, self.organisation, *self.aliases, self.doc_type if self.doc_type != "other" else ""]
         parts += [self.period, self.date if self.date and self.date != self.period else ""]
-        parts += self.toc[:_TOC_IN_TEXT]
+        parts += self.toc[:_TOC_IN_TEXT] + self.themes
         return " | ".join(p for p in parts if p)
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,6 +79,16 @@ class DocumentCard:
         """A card back from `to_dict`'s data; unknown keys (a later version's) are ignored."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+class Carder(Protocol):
+    """Makes a parsed document's card: offline from its cover (`cards.offline.OfflineCarder`), or with a
+    language model (`cards.card_model.LLMCarder`). A carder never raises for a document it cannot read
+    well: the worst it returns is the offline card."""
+
+    name: str
+
+    def card(self, document: Document) -> DocumentCard: ...
 
 
 CARD_KEY = "card"  # the key of a document's meta that holds its card (ingest writes it, routing reads it)

@@ -1,5 +1,6 @@
-"""Building a document's card without a model, from its cover: `card_for(document)` at ingest, or
-`card_for_file(path)` straight from a file's first pages (a 500-page filing costs six pages)."""
+"""Building a document's card without a model, from its cover: `card_for(document)` at ingest (the
+`OfflineCarder`), or `card_for_file(path)` straight from a file's first pages (a 500-page filing costs
+six pages)."""
 
 from __future__ import annotations
 
@@ -129,10 +130,10 @@ def card_from_cover(cover: Cover, document: Document | None = None, kind: str = 
     return card
 
 
-def card_for(document: Document, pdf_pages: Sequence[PageData] | None = None) -> DocumentCard:
-    """The card of a parsed document. A PDF's cover is read by layout: from `pdf_pages` (pass-1 pages
-    the ingest pipeline already holds) when given, else from the file's first pages; other formats,
-    and PDFs whose file is gone, from their chunks."""
+def document_cover(document: Document, pdf_pages: Sequence[PageData] | None = None) -> Cover:
+    """A parsed document's cover. A PDF's is read by layout: from `pdf_pages` (pass-1 pages the ingest
+    pipeline already holds) when given, else from the file's first pages; other formats', and PDFs'
+    whose file is gone, from their chunks."""
     cover: Cover | None = None
     if document.kind == "pdf":
         if pdf_pages:
@@ -144,9 +145,21 @@ def card_for(document: Document, pdf_pages: Sequence[PageData] | None = None) ->
                 cover = read_cover(Path(document.source))
             except Exception:  # the file changed or broke since parsing: the chunks still tell
                 cover = None
-    if cover is None:
-        cover = cover_from_document(document)
-    return card_from_cover(cover, document, document.kind)
+    return cover if cover is not None else cover_from_document(document)
+
+
+def card_for(document: Document, pdf_pages: Sequence[PageData] | None = None) -> DocumentCard:
+    """The card of a parsed document, from its cover (`document_cover`)."""
+    return card_from_cover(document_cover(document, pdf_pages), document, document.kind)
+
+
+class OfflineCarder:
+    """The card from the cover by layout, without a model (`card_for`)."""
+
+    name = "offline"
+
+    def card(self, document: Document) -> DocumentCard:
+        return card_for(document)
 
 
 def card_for_file(path: str | Path, first: int = COVER_PAGES) -> DocumentCard:

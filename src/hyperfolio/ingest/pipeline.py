@@ -32,7 +32,7 @@ from hyperfolio.hypergraph.pipeline import (
     build_document_graph,
 )
 from hyperfolio.hypergraph.refine import refine_anchors
-from hyperfolio.ingest.cards import attach_card
+from hyperfolio.ingest.cards import attach_card, attach_themes, offline_carder
 from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS, TextOf, embed_chunks, embedding_text
 from hyperfolio.ingest.executors import Executor, default_workers, make_executor
 from hyperfolio.ingest.parse_ahead import FileJob, ParseAhead
@@ -54,6 +54,7 @@ from hyperfolio.store.claims import Claims, describe
 from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:  # the language-model stages load only when a model is configured
+    from hyperfolio.cards.card import Carder
     from hyperfolio.hypergraph.extract import Extractor
     from hyperfolio.hypergraph.layers import Themer
     from hyperfolio.hypergraph.reconcile import ConflictDetector, ConflictResolver
@@ -82,6 +83,7 @@ class Components:
     themer: Callable[[], Themer]
     refiner: Callable[[], Refiner]
     resolve: Callable[[str], DocumentInfo]  # a document by id, id prefix, name or path
+    carder: Callable[[], Carder] = offline_carder  # makes a new document's card (a model's when configured)
 
 
 class Opened(Protocol):
@@ -217,7 +219,7 @@ class IngestPipeline:
                 doc = ahead.document(job, times, on_page=progress.pages_parsed)
                 doc_id = doc.doc_id
                 with times.stage("card"):
-                    attach_card(doc)
+                    attach_card(doc, self.parts.carder())
                 try:
                     with times.stage("write"):
                         self._write(doc)
@@ -380,6 +382,7 @@ class IngestPipeline:
         rows.update({(o.stage, o.item): (o.stage, o.item, o.how, o.reason) for o in ledger.outcomes})
         self.store.record_builds(doc_id, list(rows.values()))
         report.offline = sum(1 for row in rows.values() if row[2] == OFFLINE)
+        attach_themes(self.store, doc_id)  # the theme layer is built: the card names its top themes
         return report
 
     def build_graph(

@@ -131,10 +131,12 @@ def routed(query: Query, ctx: RetrievalContext) -> tuple[Query, Route | None]:
 
 
 def _card_words(ctx: RetrievalContext, card: DocumentCard) -> frozenset[str]:
-    """A card's words, kept across questions (a document's card is made once; its id is its content)."""
-    key = ("card-words", card.doc_id)
+    """A card's words, kept across questions under its text: a card gains its themes once its document's
+    graph is built, and repair completes old cards, so a document's card can change under a reader."""
+    text = card.text()
+    key = ("card-words", card.doc_id, text)
     found = ctx.texts.get(key)
-    return found if found is not None else ctx.texts.put(key, frozenset(content_words(card.text())))
+    return found if found is not None else ctx.texts.put(key, frozenset(content_words(text)))
 
 
 def _uncarded(ctx: RetrievalContext, carded: set[str]) -> list[str]:

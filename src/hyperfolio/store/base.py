@@ -87,6 +87,9 @@ class DocumentStore(Protocol):
     def update_document_meta(self, doc_id: str, changes: dict[str, Any]) -> None:
         """Merge `changes` into a document's meta (what ingest derived later, e.g. its card)."""
 
+    def set_document_title(self, doc_id: str, title: str) -> None:
+        """Replace a document's title (a card's, for a document indexed before cards named it)."""
+
     def list_documents(self) -> list[DocumentInfo]: ...
 
     def unfinished_documents(self) -> list[DocumentInfo]:

@@ -55,7 +55,10 @@ KINDS: dict[str, Kind] = {
     "keyword_missing": Kind("chunks missing from the keyword index", "rebuilds the keyword index"),
     "keyword_extra": Kind("keyword index rows of no chunk (or twice)", "rebuilds the keyword index"),
     "keyword_stats": Kind("keyword statistics out of step with the index", "rebuilds the keyword index"),
-    "documents_without_card": Kind("documents indexed without a card (routing reads it)", "makes their cards"),
+    "documents_without_card": Kind(
+        "documents indexed without a card, or with one made before cards had themes (routing reads it)",
+        "makes their cards or adds their themes, and retitles those the card names better",
+    ),
 }
 WITHOUT_CARD = "documents_without_card"  # found and repaired by ingest/repair.py, not by the store
 # Repaired by rebuilding the keyword index (also rebuilt when chunks were deleted: their rows go too).

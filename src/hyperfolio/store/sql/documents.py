@@ -209,6 +209,14 @@ class DocumentTables(SqlHost):
             meta = dict(self.dialect.from_json(found[0]) or {}) | changes
             cur.execute("UPDATE documents SET meta = ? WHERE doc_id = ?", (self.dialect.json(meta), doc_id))
 
+    def set_document_title(self, doc_id: str, title: str) -> None:
+        with self._write() as cur:
+            updated = cur.execute(
+                "UPDATE documents SET title = ? WHERE doc_id = ?", (self.dialect.text(title), doc_id)
+            ).rowcount
+            if not updated:
+                raise StoreError(f"document {doc_id} is no longer in the collection")
+
     def _info(self, row: Sequence[Any]) -> DocumentInfo:
         return info_of(row, dict(self.dialect.from_json(row[9]) or {}))
 
