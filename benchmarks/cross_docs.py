@@ -13,9 +13,13 @@ gold answers and both filings' evidence pages, so it is judged without anyone wr
 - per-doc R@10: the share of needed filings that have one;
 - routed: the question was routed to a set of filings holding its own (auto only); exactly: to its own only;
 - both cited: the offline answer cites each needed filing;
-- answer: each gold answer is contained in the offline answer (normalised), averaged over the two.
+- answer: each gold answer is contained in the offline answer (normalised), averaged over the two;
+- conflict: the offline answer carries a line on values the filings state differently
+  ("Documents differ on ...", answer/conflicts.py).
 
-Prints one row per strategy and kind of pair. Skips with a message when the data or collection is absent.
+Prints one row per strategy and kind of pair, then the conflict lines found (`--show-conflicts`, to read
+and judge: a real disagreement about one quantity, or not). Skips with a message when the data or
+collection is absent.
 """
 
 from __future__ import annotations
@@ -55,7 +59,11 @@ def build_pairs(questions: list[EvalQuestion], per_kind: int) -> list[Pair]:
     return pairs["periods"][:per_kind] + pairs["organisations"][:per_kind]
 
 
-def judge(col: Collection, pair: Pair, strategy: str, doc_ids: dict[str, str]) -> dict[str, float]:
+CONFLICT = "Documents differ on "
+
+
+def judge(col: Collection, pair: Pair, strategy: str, doc_ids: dict[str, str], lines: list[str]) -> dict[str, float]:
+    """The pair's scores; the answer's conflict lines are added to `lines` (with the question)."""
     needed = {doc_ids[q.doc_ref]: set(q.evidence_pages) for q in (pair.first, pair.second)}
     answer = col.ask(pair.question, mode=strategy, k=10)
     pages = answer.evidence.page_ranking(10)
@@ -63,6 +71,8 @@ def judge(col: Collection, pair: Pair, strategy: str, doc_ids: dict[str, str]) -
     routed = {r["doc_id"] for r in answer.evidence.meta.get("routed_to", [])}
     cited = {c.doc_id for c in answer.citations}
     scores = [inclusion(answer.text, q.answers[0]) for q in (pair.first, pair.second)]
+    conflicts = [CONFLICT + part.strip() for part in answer.text.split(CONFLICT)[1:]]
+    lines += [f"{strategy} | {pair.question}\n    {line}" for line in conflicts]
     return {
         "all_docs_r10": float(all(found.values())),
         "per_doc_r10": sum(found.values()) / len(found),
@@ -70,6 +80,7 @@ def judge(col: Collection, pair: Pair, strategy: str, doc_ids: dict[str, str]) -
         "routed_exactly": float(routed == set(needed)),
         "both_cited": float(set(needed) <= cited),
         "answer": sum(scores) / len(scores),
+        "conflict": float(bool(conflicts)),
     }
 
 
@@ -79,6 +90,7 @@ def main() -> int:
     parser.add_argument("--strategies", default="auto,hybrid,bm25")
     parser.add_argument("--per-kind", type=int, default=30, help="pairs of each kind at most")
     parser.add_argument("--cache", type=Path, default=Path("eval-out/cache"))
+    parser.add_argument("--show-conflicts", type=int, default=20, help="conflict lines printed at most")
     args = parser.parse_args()
     try:
         dataset = load_dataset("financebench", cache_dir=args.cache)
@@ -96,13 +108,20 @@ def main() -> int:
             if {p.first.doc_ref, p.second.doc_ref} <= set(doc_ids)
         ]
         print(f"{len(pairs)} pairs over {len(doc_ids)} filings", flush=True)
-        print("| strategy | pairs | n | all-docs R@10 | per-doc R@10 | routed | exactly | both cited | answer |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print(
+            "| strategy | pairs | n | all-docs R@10 | per-doc R@10 | routed | exactly | both cited | answer"
+            " | conflict |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        lines: list[str] = []
         for strategy in args.strategies.split(","):
             for kind in ("periods", "organisations"):
-                rows = [judge(col, p, strategy, doc_ids) for p in pairs if p.kind == kind]
+                rows = [judge(col, p, strategy, doc_ids, lines) for p in pairs if p.kind == kind]
                 cells = [100 * (mean([r[key] for r in rows]) or 0.0) for key in rows[0]] if rows else []
                 print(f"| {strategy} | {kind} | {len(rows)} | " + " | ".join(f"{v:.1f}" for v in cells) + " |")
+        print(f"\n{len(lines)} conflict lines; the first {min(len(lines), args.show_conflicts)}:")
+        for line in lines[: args.show_conflicts]:
+            print(line)
     return 0
 
 

@@ -189,6 +189,15 @@ def test_top_themes_rank_labels_by_how_many_chunk_themes_put_them_first():
     assert top_themes(edges, names, types, skip=["Container Shipping"])[0] == "Osprey Shipping Company"
 
 
+def test_top_themes_are_subjects_not_months_legal_forms_or_markup():
+    names = {"e1": "December", "e2": "INLINEFORM0", "e3": "Company", "e4": "TextTiling", "e5": "mathbf"}
+    edges = [
+        Hyperedge("t1", "theme", "a", ["November"], members=[("e1", "key"), ("e2", "key"), ("e4", "key")]),
+        Hyperedge("t2", "theme", "b", ["session segmentation"], members=[("e3", "key"), ("e5", "key")]),
+    ]
+    assert top_themes(edges, names) == ["TextTiling", "session segmentation"]
+
+
 def test_the_carder_is_the_models_only_when_the_extract_role_has_one(fake_llm, tmp_path):
     from hyperfolio.components import component
     from hyperfolio.llm.registry import ModelSet

@@ -112,6 +112,16 @@ def test_a_question_across_two_years_brings_evidence_from_each_filing(filings):
     assert {item.chunk.doc_id for item in evidence.items} == both  # one place each, whatever the scores
 
 
+def test_a_question_naming_every_document_of_the_collection_still_gets_a_share_from_each(filings):
+    # Nothing is narrowed, yet each named filing owes evidence: the route stands, marked across.
+    evidence = filings.retrieve(
+        "Compare Northwind's total net revenue in fiscal 2021 and fiscal 2022 with Contoso's in fiscal 2022.", k=3
+    )
+    every = {d.doc_id for d in filings.documents()}
+    assert {d["doc_id"] for d in evidence.meta["routed_to"]} == every and evidence.meta["across_documents"]
+    assert {item.chunk.doc_id for item in evidence.items} == every
+
+
 def test_the_quota_keeps_each_documents_best_and_the_score_order():
     order = [(0, 0.9), (1, 0.8), (2, 0.7), (3, 0.6), (4, 0.5)]
     doc_of = ["a", "a", "a", "b", "b"]

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.lexicon import QUESTION_WORDS, STOPWORDS
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
@@ -374,6 +375,8 @@ class ExtractiveAnswerer:
             marker = citations.index(passage.item.citation) + 1
             whose = f"{passage.item.citation.title}: " if named else ""
             parts.append(f"{whose}{quoted(passage.text)} [{marker}]")
+        conflicts = find_conflicts(question, evidence) if evidence.meta.get("across_documents") else []
+        parts += conflict_lines(conflicts, evidence, citations)
         return Answer(
             question=question,
             text=" ".join(parts),
@@ -382,4 +385,22 @@ class ExtractiveAnswerer:
             sufficient=True,
             answerer=self.name,
             support=[p.text for p in chosen],
+            meta={"conflicts": [c.as_dict() for c in conflicts]} if conflicts else {},
         )
+
+
+def conflict_lines(
+    conflicts: Sequence[ValueConflict], evidence: EvidencePackage, citations: list[Citation]
+) -> list[str]:
+    """One sentence per conflict, citing the chunk of each side (added to `citations` when new)."""
+    by_chunk = {item.chunk.chunk_id: item.citation for item in evidence.items}
+    lines = []
+    for conflict in conflicts:
+        markers = []
+        for side in conflict.sides:
+            citation = by_chunk[side.chunk_id]
+            if citation not in citations:
+                citations.append(citation)
+            markers.append(f"[{citations.index(citation) + 1}]")
+        lines.append(f"{quoted(conflict.line())} {''.join(dict.fromkeys(markers))}")
+    return lines

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hyperfolio.answer.citations import OFF, CitationCheck, check_citations
+from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
 from hyperfolio.answer.extractive import INSUFFICIENT, MARKER, Answerer
 from hyperfolio.llm.budget import call_budget, tokens_of
 from hyperfolio.llm.errors import ModelCallError
@@ -56,6 +57,11 @@ Never rely on outside knowledge. Cite only chunk numbers that appear in the evid
 ACROSS_RULE = (
     "The question is about several documents: answer for each one, naming the document (its title as the "
     "chunks give it) before its part of the answer, and say plainly where they disagree."
+)
+CONFLICTS_HEADING = "Values the documents state differently (each with its document and page):"
+CONFLICT_RULE = (
+    "Where the documents give different values for the same thing (listed under the values they state "
+    "differently), do not choose one: state both values, each with the document that reports it."
 )
 
 
@@ -148,9 +154,13 @@ class LLMAnswerer:
             sections.append(("Statements in these chunks found wrong while indexing; do not rely on them:", lines))
         return sections
 
-    def messages(self, question: str, evidence: EvidencePackage) -> list[dict[str, Any]]:
-        """System instructions, then the question and the evidence, every document-derived text fenced."""
+    def messages(
+        self, question: str, evidence: EvidencePackage, conflicts: Sequence[ValueConflict] | None = None
+    ) -> list[dict[str, Any]]:
+        """System instructions, then the question and the evidence, every document-derived text fenced;
+        across documents, the values they state differently (`conflicts`, found here when not given)."""
         items, per_chunk = self.shown(question, evidence)
+        conflicts = self._conflicts(question, evidence, conflicts)
         sources = []
         for number, item in enumerate(items, 1):
             cite = item.citation
@@ -159,6 +169,8 @@ class LLMAnswerer:
             head = f"{cite.title} | page {cite.page} | {modality}{section}"
             sources.append((f"[{number}]", head + "\n" + clip(chunk_body(item), per_chunk)))
         sections = self._graph_sections(evidence)
+        if conflicts:
+            sections.insert(0, (CONFLICTS_HEADING, [conflict_line(c) for c in conflicts]))
         room = self._room()
         if room is not None:  # graph context only as far as the rest of the room goes
             used = len(question) + sum(len(text) + BLOCK_CHARS for _, text in sources)
@@ -179,8 +191,19 @@ class LLMAnswerer:
         parts.extend(heading + "\n" + fence.quote("\n".join(lines)) for heading, lines in sections)
         if evidence.meta.get("across_documents"):
             parts.append(ACROSS_RULE)
+        if any(heading == CONFLICTS_HEADING for heading, _ in sections):
+            parts.append(CONFLICT_RULE)
         parts.append("Answer the question from this evidence.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+
+    @staticmethod
+    def _conflicts(
+        question: str, evidence: EvidencePackage, given: Sequence[ValueConflict] | None
+    ) -> list[ValueConflict]:
+        """The values the documents of a question across documents state differently (answer/conflicts.py)."""
+        if given is not None:
+            return list(given)
+        return find_conflicts(question, evidence) if evidence.meta.get("across_documents") else []
 
     def _fallback(self, question: str, evidence: EvidencePackage, why: str) -> Answer:
         answer = self.fallback.answer(question, evidence)
@@ -188,10 +211,14 @@ class LLMAnswerer:
         return answer
 
     def reply(
-        self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None
+        self,
+        question: str,
+        evidence: EvidencePackage,
+        on_text: Callable[[str], None] | None = None,
+        conflicts: Sequence[ValueConflict] | None = None,
     ) -> AnswerReply:
         """The model's reply to the question over the evidence (raises ModelCallError)."""
-        messages = self.messages(question, evidence)
+        messages = self.messages(question, evidence, conflicts)
         model = self.chat
         picture = evidence.meta.get("picture")
         if self.vision is not None and picture and Path(picture).is_file():
@@ -207,23 +234,35 @@ class LLMAnswerer:
         items, _ = self.shown(question, evidence)
         if not items:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+        conflicts = self._conflicts(question, evidence, None)
         try:
-            reply = self.reply(question, evidence, on_text)
+            reply = self.reply(question, evidence, on_text, conflicts)
         except ModelCallError as exc:
             log.warning("the answer model failed; answering extractively: %s", exc)
             return self._fallback(question, evidence, one_line(exc.reason)[:200])
-        return self.from_reply(question, evidence, reply)
+        return self.from_reply(question, evidence, reply, conflicts=conflicts)
 
     def from_reply(
-        self, question: str, evidence: EvidencePackage, reply: AnswerReply, *, check: bool | None = None
+        self,
+        question: str,
+        evidence: EvidencePackage,
+        reply: AnswerReply,
+        *,
+        check: bool | None = None,
+        conflicts: Sequence[ValueConflict] | None = None,
     ) -> Answer:
         """The answer a reply makes: its text, and the citations it gave that name shown chunks and -
-        with the check on (`check`, else `self.check_support`) - support the answer. Separate from
-        the call, so one reply can be read both ways (benchmarks/citation_precision.py)."""
+        with the check on (`check`, else `self.check_support`) - support the answer; its meta carries the
+        conflicting values the prompt showed. Separate from the call, so one reply can be read both ways
+        (benchmarks/citation_precision.py)."""
         items, _ = self.shown(question, evidence)
+        found = {"conflicts": [c.as_dict() for c in self._conflicts(question, evidence, conflicts)]}
+        found = found if found["conflicts"] else {}
         text = one_line(without_tags(reply.answer))
         if not reply.sufficient:
-            return Answer(question, text or INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+            return Answer(
+                question, text or INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name, meta=found
+            )
         # Only numbers of chunks the prompt showed: "[99]", or a number copied from a document's own
         # reference list, names no evidence and is dropped.
         cited: list[EvidenceItem] = []
@@ -252,8 +291,17 @@ class LLMAnswerer:
                 "citations_dropped": result.dropped,
                 "citations_added": result.added,
                 "citation_support": result.status,
+                **found,
             },
         )
+
+
+def conflict_line(conflict: ValueConflict) -> str:
+    """A conflict as the prompt lists it: what, then each document's value with its title and page."""
+    a, b = conflict.sides
+    return (
+        f"- {conflict.what}: {a.title}, page {a.page}, reports {a.value}; {b.title}, page {b.page}, reports {b.value}"
+    )
 
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}

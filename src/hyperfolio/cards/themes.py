@@ -5,17 +5,20 @@ the themes' sentences, so a card reads as a list of subjects."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hyperfolio.model import Hyperedge
-from hyperfolio.phrases import normalize_name, one_line
+from hyperfolio.phrases import generic_name, normalize_name, one_line
 
 TOP_THEMES = 5
 MAX_LABEL = 60  # characters: a subject, not a sentence
 KEYWORD_WEIGHT = 0.8  # a keyword says what a chunk is about a little less surely than its key entities
 # Entities that are values or parts of the document, never its subjects.
 NOT_THEMES = frozenset({"quantity", "date", "year", "table", "figure", "table_header", "table_value", "reference"})
+# Markup a converted paper leaves in its text (formula placeholders, LaTeX commands): never a subject.
+_MARKUP = re.compile(r"^(?:inline|display)?form\d*$|^math[a-z]*$|^\\", re.IGNORECASE)
 
 
 @dataclass
@@ -27,9 +30,17 @@ class _Label:
 
 
 def _usable(text: str) -> bool:
+    """A label that can name a subject: short, mostly letters, not a month, a legal form or a unit
+    (`generic_name`: "December", "Inc"), not markup ("INLINEFORM0")."""
     letters = sum(ch.isalpha() for ch in text)
     visible = sum(not ch.isspace() for ch in text)
-    return 3 <= len(text) <= MAX_LABEL and letters >= 3 and letters >= 0.5 * visible
+    if not (3 <= len(text) <= MAX_LABEL and letters >= 3 and letters >= 0.5 * visible):
+        return False
+    return not generic_name(text) and not _MARKUP.match(text)
+
+
+def _clean(text: str) -> str:
+    return one_line(text).strip(" .,;:")
 
 
 def _overlaps(words: set[str], chosen: list[set[str]]) -> bool:
@@ -52,7 +63,7 @@ def top_themes(
     skipped = {normalize_name(text) for text in skip}
 
     def add(text: str, weight: float, chunk: str) -> None:
-        label = one_line(text).strip(" .,;:")
+        label = _clean(text)
         key = normalize_name(label)
         if not key or key in skipped or not _usable(label):
             return
@@ -61,10 +72,11 @@ def top_themes(
         entry.chunks.add(chunk)
 
     for theme in themes:
+        # Ranks count only what can be a label: a month first does not push the subject after it down.
         members = [m for m, _ in theme.members if (types or {}).get(m, "") not in NOT_THEMES and m in names]
-        for rank, member in enumerate(members):
-            add(names[member], 1.0 / (1 + rank), theme.edge_id)
-        for rank, keyword in enumerate(theme.keywords):
+        for rank, name in enumerate(n for n in (names[m] for m in members) if _usable(_clean(n))):
+            add(name, 1.0 / (1 + rank), theme.edge_id)
+        for rank, keyword in enumerate(k for k in theme.keywords if _usable(_clean(k))):
             add(keyword, KEYWORD_WEIGHT / (1 + rank), theme.edge_id)
     ranked = sorted(found.values(), key=lambda e: (-e.score, -len(e.chunks), e.first))
     out: list[str] = []

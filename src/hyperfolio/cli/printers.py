@@ -77,8 +77,12 @@ def print_answer(answer: dict[str, Any]) -> None:
     for number, citation in enumerate(answer["citations"], start=1):
         section = " > ".join(citation["section_path"])
         console.print(f"  [{number}] {citation['label']}" + (f" — {section}" if section else ""))
+    meta = answer.get("meta") or {}
+    for conflict in meta.get("conflicts") or []:  # the offline answer says them in its text; a model may not
+        if conflict.get("line") and conflict["line"] not in answer["answer"]:
+            console.print(f"  [yellow]{conflict['line']}[/yellow]", soft_wrap=True, highlight=False)
     console.print(f"[dim]{answered_by(answer.get('answerer') or 'extractive')}[/dim]", soft_wrap=True, highlight=False)
-    if (answer.get("meta") or {}).get("citation_support") == "unsupported":
+    if meta.get("citation_support") == "unsupported":
         errors.print(
             "[yellow]no cited evidence holds this answer's numbers or names: the model may have made it up; "
             "check the citations (or ask again with --evidence)[/yellow]",

@@ -337,7 +337,7 @@ def candidate_groups(new: Sequence[Fact], pool: Sequence[Fact]) -> list[list[Fac
     return groups
 
 
-def _merged_facts(merged: MergedGraph, tables: set[str]) -> list[Fact]:
+def merged_facts(merged: MergedGraph, tables: set[str]) -> list[Fact]:
     """The document's facts; `tables` are the ids of its table chunks."""
     out = []
     for edge in merged.edges.values():
@@ -381,7 +381,7 @@ def detection_batches(merged: MergedGraph, tables: set[str], pool: int = GROUP_P
     counting only the document's own facts (no earlier documents): what `hyperfolio estimate` plans."""
     view = FactView()
     batches = []
-    for batch in _batches(_merged_facts(merged, tables)):
+    for batch in _batches(merged_facts(merged, tables)):
         view.add(batch)  # as in `reconcile`: each batch meets the facts of the batches before it
         batches.append(view.groups(batch, pool))
     return batches
@@ -429,7 +429,7 @@ def reconcile(
     too unless `apply` is false (then the caller passes the report to `apply_reconcile`)."""
     report = ReconcileReport()
     fact_chunks = [c for e in merged.edges.values() if e.level == FACT for c in e.chunks]
-    new_facts = _merged_facts(merged, _table_chunks(store, fact_chunks))
+    new_facts = merged_facts(merged, _table_chunks(store, fact_chunks))
     report.facts = len(new_facts)
     stored = _stored_facts(store, list({f.head for f in new_facts}), {f.edge_id for f in new_facts})
     report.merged = sum(1 for f in new_facts if len(set(f.chunks)) > 1)

@@ -12,12 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hyperfolio.answer.conflicts import cross_document_decisions
 from hyperfolio.model import EvidenceItem, EvidencePackage, PageScore
 from hyperfolio.retrieve.base import Query, Rankers, RetrievalContext, Traits
 from hyperfolio.retrieve.evidence import cite
 from hyperfolio.retrieve.features import Candidates, candidate_features, source_rankings
 from hyperfolio.retrieve.ranker import layout_of, load_ranker
-from hyperfolio.retrieve.routing import quota_order, routed
+from hyperfolio.retrieve.routing import Route, collection_cards, quota_order, routed
 
 
 def rank_pages(ranking: list[tuple[str, float]], page_of: dict[str, tuple[str, int]]) -> list[PageScore]:
@@ -92,6 +93,28 @@ class AutoStrategy(Traits):
         if keywords is not None:
             evidence.meta["keywords"] = {"low": keywords.low, "high": keywords.high}
         if found is not None:
-            evidence.meta["routed_to"] = [{"doc_id": d, "title": ctx.titles.get(d, d)} for d in found.doc_ids]
-            evidence.meta["across_documents"] = found.across
+            routed_meta(evidence, found, ctx)
         return evidence
+
+
+def routed_meta(evidence: EvidencePackage, found: Route, ctx: RetrievalContext) -> None:
+    """Where routing sent the question: each document with its title, organisation and period (from its
+    card; an answer across documents reads them to tell a disagreement from two organisations or two
+    periods), and - across documents - the stored reconciliation decisions between two of them that the
+    evidence holds both sides of."""
+    cards = {card.doc_id: card for card in collection_cards(ctx, found.doc_ids)}
+    evidence.meta["routed_to"] = [
+        {
+            "doc_id": d,
+            "title": ctx.titles.get(d, d),
+            "organisation": cards[d].organisation if d in cards else "",
+            "period": cards[d].period if d in cards else "",
+        }
+        for d in found.doc_ids
+    ]
+    evidence.meta["across_documents"] = found.across
+    if found.across:
+        chunk_ids = {item.chunk.chunk_id for item in evidence.items}
+        decisions = cross_document_decisions(ctx.store, found.doc_ids, chunk_ids)
+        if decisions:
+            evidence.meta["cross_decisions"] = decisions

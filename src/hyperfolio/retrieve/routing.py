@@ -93,11 +93,10 @@ def route(query: Query, ctx: RetrievalContext) -> Route | None:
         chosen.update(
             dated if reached.several_periods and dated else [m.doc_id for m in group if m.score >= best - TIE]
         )
-    uncarded = _uncarded(ctx, set(matches))
-    if len(chosen) >= len(matches):
-        return None  # nothing narrowed
     across = len(chosen) > 1 and (reached.several_organisations or reached.several_periods)
-    return Route(sorted(chosen) + uncarded, matches, across)
+    if len(chosen) >= len(matches) and not across:
+        return None  # nothing narrowed, and no share of the evidence owed to each document
+    return Route(sorted(chosen) + _uncarded(ctx, set(matches)), matches, across)
 
 
 def quota_order(
