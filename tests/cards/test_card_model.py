@@ -190,7 +190,7 @@ def test_top_themes_rank_labels_by_how_many_chunk_themes_put_them_first():
 
 
 def test_top_themes_are_subjects_not_months_legal_forms_or_markup():
-    names = {"e1": "December", "e2": "INLINEFORM0", "e3": "Company", "e4": "TextTiling", "e5": "mathbf"}
+    names = {"e1": "December", "e2": "INLINEFORM0", "e3": "Company", "e4": "TextTiling", "e5": "BIBREF12"}
     edges = [
         Hyperedge("t1", "theme", "a", ["November"], members=[("e1", "key"), ("e2", "key"), ("e4", "key")]),
         Hyperedge("t2", "theme", "b", ["session segmentation"], members=[("e3", "key"), ("e5", "key")]),

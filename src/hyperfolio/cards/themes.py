@@ -18,7 +18,7 @@ KEYWORD_WEIGHT = 0.8  # a keyword says what a chunk is about a little less surel
 # Entities that are values or parts of the document, never its subjects.
 NOT_THEMES = frozenset({"quantity", "date", "year", "table", "figure", "table_header", "table_value", "reference"})
 # Markup a converted paper leaves in its text (formula placeholders, LaTeX commands): never a subject.
-_MARKUP = re.compile(r"^(?:inline|display)?form\d*$|^math[a-z]*$|^\\", re.IGNORECASE)
+_MARKUP = re.compile(r"^(?:inline|display)?form\d*$|^(?:bib|tab|fig|sec)ref\d*$|^math[a-z]*$|^\\", re.IGNORECASE)
 
 
 @dataclass
