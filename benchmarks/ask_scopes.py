@@ -7,31 +7,21 @@ same collection to compare.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
+from dev_args import dev_set_args
+
 from hyperfolio.collection import Collection
-from hyperfolio.eval.datasets import DatasetMissing, load_dataset
 from hyperfolio.eval.metrics import percentile
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset", help="mmlongbench, qasper or financebench")
-    parser.add_argument("collection", type=Path)
-    parser.add_argument("--limit", type=int, default=60)
-    parser.add_argument("--cache", type=Path, default=Path("eval-out/cache"))
-    args = parser.parse_args()
-    try:
-        data = load_dataset(args.dataset, args.cache)
-    except DatasetMissing as exc:
-        print(f"skipped: {exc}")
+    parsed = dev_set_args(__doc__.split("\n\n")[0], limit=60)
+    if parsed is None:
         return 0
-    if not args.collection.exists():
-        print(f"skipped: no collection at {args.collection}")
-        return 0
+    args, data = parsed
     with Collection(args.collection) as col:
         ids = {Path(d.source).name: d.doc_id for d in col.documents()}
         asked = [(q.question, ids[q.doc_ref]) for q in data.questions if q.doc_ref in ids][: args.limit]

@@ -15,7 +15,6 @@ in-sample: read them for the difference between whole collection and narrowed, n
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -25,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from dev_args import dev_set_args
 
 from hyperfolio.collection import Collection
-from hyperfolio.eval.datasets import DatasetMissing, EvalQuestion, load_dataset
+from hyperfolio.eval.datasets import EvalQuestion
 from hyperfolio.eval.runner import score_package
 from hyperfolio.model import EvidencePackage
 from hyperfolio.phrases import content_words
@@ -131,17 +131,10 @@ class Tally:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset", help="mmlongbench, qasper or financebench")
-    parser.add_argument("collection", type=Path)
-    parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
-    parser.add_argument("--cache", type=Path, default=Path("eval-out/cache"))
-    args = parser.parse_args()
-    try:
-        data = load_dataset(args.dataset, args.cache)
-    except DatasetMissing as exc:
-        print(f"skipped: {exc}")
+    parsed = dev_set_args(__doc__.split("\n\n")[0], limit=0)
+    if parsed is None:
         return 0
+    args, data = parsed
     tally = Tally()
     with Collection(args.collection) as col:
         ready = [d for d in col.documents() if d.status == "ready"]

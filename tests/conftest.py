@@ -158,6 +158,28 @@ def write_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:
     return path
 
 
+def write_filing(path: Path, registrant: str, year: int, body: str) -> Path:
+    """A two-page 10-K: the cover a card is read from (form, fiscal year, registrant), then `body` on page 2."""
+    doc = pymupdf.open()
+    cover = doc.new_page(width=612, height=792)
+    lines = [
+        ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION", 14),
+        ("FORM 10-K", 16),
+        ("ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934", 8),
+        (f"For the fiscal year ended December 31, {year}", 8),
+        (registrant, 14),
+        ("(Exact name of registrant as specified in its charter)", 7),
+    ]
+    y = 60.0
+    for text, size in lines:
+        y += size * 1.6
+        cover.insert_text((54, y), text, fontsize=size)
+    doc.new_page(width=612, height=792).insert_textbox(pymupdf.Rect(54, 72, 558, 400), body, fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
 @pytest.fixture(scope="session")
 def pdf_writer():
     return write_pdf

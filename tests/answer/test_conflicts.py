@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pymupdf
 import pytest
 from fake_openai_server import Reply
+from tests.conftest import write_filing
 
 from hyperfolio import Collection
 from hyperfolio.answer.conflicts import (
@@ -30,26 +30,7 @@ ACROSS_YEARS = "Compare Northwind's total net revenue in fiscal 2021 and fiscal 
 
 
 def _filing(path: Path, registrant: str, year: int, results: str) -> Path:
-    """A two-page 10-K: a cover the card is read from, then the results on page 2."""
-    doc = pymupdf.open()
-    cover = doc.new_page(width=612, height=792)
-    lines = [
-        ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION", 14),
-        ("FORM 10-K", 16),
-        ("ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934", 8),
-        (f"For the fiscal year ended December 31, {year}", 8),
-        (registrant, 14),
-        ("(Exact name of registrant as specified in its charter)", 7),
-    ]
-    y = 60.0
-    for text, size in lines:
-        y += size * 1.6
-        cover.insert_text((54, y), text, fontsize=size)
-    body = doc.new_page(width=612, height=792)
-    body.insert_textbox(pymupdf.Rect(54, 72, 558, 400), f"Item 7. Results of Operations. {results}", fontsize=10)
-    doc.save(path)
-    doc.close()
-    return path
+    return write_filing(path, registrant, year, f"Item 7. Results of Operations. {results}")
 
 
 def _collection(root: Path, embedder, filings: dict[str, tuple[str, int, str]]) -> Collection:

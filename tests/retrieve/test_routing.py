@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pymupdf
 import pytest
 from fake_openai_server import Reply
+from tests.conftest import write_filing
 
 from hyperfolio import Collection
 from hyperfolio.answer.extractive import ExtractiveAnswerer
@@ -24,30 +24,13 @@ FILINGS = {  # file -> (registrant, fiscal year, revenue)
 
 
 def _filing(path: Path, registrant: str, year: int, revenue: str) -> Path:
-    doc = pymupdf.open()
-    cover = doc.new_page(width=612, height=792)
-    lines = [
-        ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION", 14),
-        ("FORM 10-K", 16),
-        ("ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934", 8),
-        (f"For the fiscal year ended December 31, {year}", 8),
-        (registrant, 14),
-        ("(Exact name of registrant as specified in its charter)", 7),
-    ]
-    y = 60.0
-    for text, size in lines:
-        y += size * 1.6
-        cover.insert_text((54, y), text, fontsize=size)
-    body = doc.new_page(width=612, height=792)
-    body.insert_textbox(
-        pymupdf.Rect(54, 72, 558, 400),
+    return write_filing(
+        path,
+        registrant,
+        year,
         f"Item 7. Management's Discussion and Analysis. Total net revenue for the fiscal year was "
         f"${revenue} million, and operating expenses grew with headcount. Revenue in {year - 1} was lower.",
-        fontsize=10,
     )
-    doc.save(path)
-    doc.close()
-    return path
 
 
 @pytest.fixture(scope="module")
