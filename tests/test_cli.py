@@ -55,7 +55,7 @@ def test_retrieve_stats_list_remove(collection):
     stats = json.loads(runner.invoke(app, ["stats", "-c", str(collection), "--json"]).output)
     assert stats["documents"] == 1 and stats["chunks"] >= 1
     listed = runner.invoke(app, ["list", "-c", str(collection)])
-    assert "Field Guide" in listed.output
+    assert "Field Guide" in listed.output and "kind" in listed.output
     removed = runner.invoke(app, ["remove", "guide.md", "-c", str(collection)])
     assert removed.exit_code == 0, removed.output
     assert json.loads(runner.invoke(app, ["stats", "-c", str(collection), "--json"]).output)["documents"] == 0

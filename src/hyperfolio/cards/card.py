@@ -64,11 +64,17 @@ class DocumentCard:
         return self.date or ""
 
     def text(self) -> str:
-        """All fields in one short line, for a keyword or dense index of cards."""
+        """The fields routing matches a question's words against, in one short line. Not the themes: the
+        offline theme layer's labels ("Net", "Plan", "START") made whole-collection ranking worse, held
+        out (benchmarks/README.md, issue 28), so they are shown on the card but not matched."""
         parts = [self.title, self.organisation, *self.aliases, self.doc_type if self.doc_type != "other" else ""]
         parts += [self.period, self.date if self.date and self.date != self.period else ""]
-        parts += self.toc[:_TOC_IN_TEXT] + self.themes
+        parts += self.toc[:_TOC_IN_TEXT]
         return " | ".join(p for p in parts if p)
+
+    def label(self) -> str:
+        """The document's type and period in a few characters, for listings: "10-K · FY2022"."""
+        return " · ".join(p for p in (self.doc_type if self.doc_type != "other" else "", self.period) if p)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for a store's JSON column."""

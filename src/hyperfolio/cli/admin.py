@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from hyperfolio.cards.card import stored_card
 from hyperfolio.cli.options import CollectionOpt, JsonOpt, location, open_existing
 from hyperfolio.cli.printers import console, counted, fail, print_json
 from hyperfolio.collection import Collection
@@ -33,10 +34,13 @@ def list_documents(collection: CollectionOpt = None, as_json: JsonOpt = False) -
     table.add_column("id", no_wrap=True)
     table.add_column("file", overflow="fold")
     table.add_column("title", overflow="fold")
+    table.add_column("kind", overflow="fold")
     for name in ("pages", "chunks", "status"):
         table.add_column(name, justify="right" if name != "status" else "left")
     for d in docs:
-        table.add_row(d.doc_id, Path(d.source).name, d.title, str(d.num_pages), str(d.num_chunks), d.status)
+        card = stored_card(d.meta, d.doc_id)
+        kind = card.label() if card is not None else ""
+        table.add_row(d.doc_id, Path(d.source).name, d.title, kind, str(d.num_pages), str(d.num_chunks), d.status)
     console.print(table)
 
 
