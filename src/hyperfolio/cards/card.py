@@ -65,8 +65,8 @@ class DocumentCard:
 
     def text(self) -> str:
         """The fields routing matches a question's words against, in one short line. Not the themes: the
-        offline theme layer's labels ("Net", "Plan", "START") made whole-collection ranking worse, held
-        out (benchmarks/README.md, issue 28), so they are shown on the card but not matched."""
+        offline theme layer's labels ("Net", "Plan", "START") did not help held out (benchmarks/README.md,
+        issue 28), so they are kept on the card but not matched."""
         parts = [self.title, self.organisation, *self.aliases, self.doc_type if self.doc_type != "other" else ""]
         parts += [self.period, self.date if self.date and self.date != self.period else ""]
         parts += self.toc[:_TOC_IN_TEXT]
