@@ -8,9 +8,11 @@ best scorer, against `auto` over the whole collection and scoped to the gold doc
 
 Scorers: `bm25doc` (Okapi BM25 with each document as one bag of words), `cover` (the share of the
 question's IDF weight the document holds), `bestpage` (that share on the document's best page), `auto`
-(the order in which `auto`'s page ranking reaches documents) and `fused` (reciprocal-rank fusion of
-bm25doc, bestpage and auto). The shipped ranker was fitted on these questions, so the `auto` figures are
-in-sample: read them for the difference between whole collection and narrowed, not as held-out recall.
+(the order in which `auto`'s page ranking reaches documents), `carddense` (the cosine of the question and
+the document's card text under the chunk embedder), `fused` (reciprocal-rank fusion of bm25doc, bestpage
+and auto) and `auto+cards` (fusion of auto and carddense). The shipped ranker was fitted on these
+questions, so the `auto` figures are in-sample: read them for the difference between whole collection and
+narrowed, not as held-out recall.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from typing import Any
 import numpy as np
 from dev_args import dev_set_args
 
+from hyperfolio.cards.card import stored_card
 from hyperfolio.collection import Collection
 from hyperfolio.eval.datasets import EvalQuestion
 from hyperfolio.eval.runner import score_package
-from hyperfolio.model import EvidencePackage
+from hyperfolio.model import DocumentInfo, EvidencePackage
 from hyperfolio.phrases import content_words
 from hyperfolio.retrieve.features import _stem
 
@@ -84,6 +87,28 @@ class DocumentStats:
             d: max((sum(self.idf(w) for w in asked if w in page) / total for page in pages), default=0.0)
             for d, pages in self.pages.items()
         }
+
+
+class CardVectors:
+    """Each document's card text (`DocumentCard.text()`, its title when it has no card) embedded with the
+    collection's chunk embedder, for a dense document scorer over cards."""
+
+    def __init__(self, col: Collection, documents: list[DocumentInfo]) -> None:
+        texts = []
+        for info in documents:
+            card = stored_card(info.meta, info.doc_id)
+            texts.append((card.text() if card is not None else "") or info.title)
+        self.embedder = col.parts.embedder
+        self.ids = [d.doc_id for d in documents]
+        self.matrix = _unit(np.asarray(self.embedder.embed(texts), dtype=np.float32))
+
+    def scores(self, question: str) -> dict[str, float]:
+        asked = _unit(np.asarray(self.embedder.embed([question]), dtype=np.float32))[0]
+        return dict(zip(self.ids, (self.matrix @ asked).tolist(), strict=True))
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / (np.linalg.norm(rows, axis=1, keepdims=True) + 1e-9)
 
 
 def order(scores: dict[str, float]) -> list[str]:
@@ -141,6 +166,7 @@ def main() -> int:
         names = {Path(d.source).name: d.doc_id for d in ready}
         questions = [q for q in data.questions if q.doc_ref in names][: args.limit or None]
         stats = DocumentStats(col, [d.doc_id for d in ready])
+        cards = CardVectors(col, ready)
         for question in questions:
             text, gold = question.question, names[question.doc_ref]
             whole = tally.timed("collection", col.retrieve, text, mode="auto")
@@ -151,7 +177,9 @@ def main() -> int:
                 "bestpage": order(stats.bestpage(text)),
                 "auto": list(dict.fromkeys(doc for doc, _ in whole.page_ranking(50))),
             }
+            scorers["carddense"] = order(cards.scores(text))
             scorers["fused"] = fused([scorers["bm25doc"], scorers["bestpage"], scorers["auto"]])
+            scorers["auto+cards"] = fused([scorers["auto"], scorers["carddense"]])
             for name, ranked in scorers.items():
                 tally.ranks[name].append(ranked.index(gold) + 1 if gold in ranked else len(names) + 1)
             for m in TOP_M:
