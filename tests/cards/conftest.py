@@ -73,6 +73,7 @@ def ten_q(tmp_path: Path) -> Path:
         ("For the quarterly period ended June 30, 2023", 8),
         ("Contoso Bank & Co.", 22),
         ("(Exact name of registrant as specified in its charter)", 7),
+        ("Trading symbol: CBCO", 8),  # printed, but not in the exchange line the offline reader reads
     ]
     return write_pdf(tmp_path / "quarter.pdf", [cover])
 

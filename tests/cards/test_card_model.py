@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import logging
 
+import pymupdf
 import pytest
 from fake_openai_server import Reply
 
 from hyperfolio import Settings
 from hyperfolio.cards.card import DocumentCard, stored_card
-from hyperfolio.cards.card_model import STAGE, CardReply, LLMCarder, merge
+from hyperfolio.cards.card_model import STAGE, CardReply, LLMCarder, merge, printed
 from hyperfolio.cards.offline import OfflineCarder, card_for
 from hyperfolio.cards.themes import top_themes
 from hyperfolio.llm.fence import TAG_PREFIX
@@ -49,10 +50,29 @@ def _fields(card: DocumentCard) -> dict:
     return data
 
 
-def test_a_good_reply_fills_the_card_and_marks_it_the_models(deck, fake_llm, caplog):
-    document = parse_file(deck)
+@pytest.fixture
+def printed_deck(tmp_path):
+    """A deck whose title slide prints what DECK_REPLY says: a model may only give what the cover prints."""
+    slides = [
+        [("Quarterly Market Update", 40), ("Contoso Sales (CSO)", 20), ("April 15, 2024", 16)],
+        [("Agenda", 36), ("Numbers", 20)],
+    ]
+    doc = pymupdf.open()
+    for lines in slides:
+        page = doc.new_page(width=720, height=405)
+        y = 60.0
+        for text, size in lines:
+            y += size * 1.5
+            page.insert_text((40, y), text, fontsize=size)
+    doc.save(tmp_path / "deck.pdf")
+    doc.close()
+    return tmp_path / "deck.pdf"
+
+
+def test_a_good_reply_fills_the_card_and_marks_it_the_models(printed_deck, fake_llm, caplog):
+    document = parse_file(printed_deck)
     offline = card_for(document)
-    assert (offline.organisation, offline.fiscal_year, offline.made_by) == ("", None, "offline")
+    assert offline.made_by == "offline" and not offline.aliases and offline.quarter is None
     fake_llm.script(Reply.json(DECK_REPLY))
     with UsageMeter() as usage, _client(fake_llm, usage=usage) as client, caplog.at_level(logging.WARNING):
         card = LLMCarder(client).card(document)
@@ -100,13 +120,29 @@ def test_an_invalid_field_keeps_the_offline_value_while_valid_ones_win(report, f
     document = parse_file(report)
     offline = card_for(document)
     assert offline.doc_type == "report" and offline.fiscal_year == 2020
-    fake_llm.script(Reply.json({"organisation": "Northwind Rail Research", "doc_type": "white paper", "quarter": 9}))
+    fake_llm.script(Reply.json({"title": "The State of Regional Rail", "doc_type": "white paper", "quarter": 9}))
     with caplog.at_level(logging.WARNING):
         card = LLMCarder(fake_client).card(document)
-    assert card.made_by == "model" and card.organisation == "Northwind Rail Research"
-    assert (card.doc_type, card.quarter, card.fiscal_year, card.title) == ("report", None, 2020, offline.title)
+    assert card.made_by == "model" and card.title == "The State of Regional Rail" != offline.title
+    assert (card.doc_type, card.quarter, card.fiscal_year) == ("report", None, 2020)
     (warning,) = _warnings(caplog)
     assert "doc_type" in warning and "quarter" in warning and str(report) in warning
+
+
+def test_a_value_the_cover_does_not_print_keeps_the_offline_one(report, fake_llm, fake_client, caplog):
+    # A small model writes what is likely: the end of the month for a release dated March 9, a name
+    # close to the publisher's. Neither is on the cover, so neither replaces the rules' reading.
+    document = parse_file(report)
+    offline = card_for(document)
+    assert offline.date == "2020-03-09"
+    unprinted = {"organisation": "Northwind Rail Research", "date": "2020-03-31", "fiscal_year": 2019}
+    fake_llm.script(Reply.json(unprinted))
+    with caplog.at_level(logging.WARNING):
+        card = LLMCarder(fake_client).card(document)
+    assert card == offline and card.made_by == "offline"
+    (warning,) = _warnings(caplog)
+    assert warning.count("not on the cover") == 3 and str(report) in warning
+    assert printed("date", "2020-03-09", "FOR RELEASE MARCH 9, 2020") and printed("title", "a  B.", "x A b y")
 
 
 def test_a_timeout_keeps_the_offline_card_with_one_warning(report, fake_llm, caplog):

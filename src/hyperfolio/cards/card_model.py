@@ -3,8 +3,9 @@
 The model reads what the offline reader reads (the text of the first pages, capped) with the offline
 card's guess beside it, and answers with the card's fields in JSON. Every field is checked on its own
 (the type one of `DOC_TYPES`, a year 1900-2100, a quarter 1-4, an ISO date, short non-empty names) and
-the card is merged field by field: a valid model field wins, an invalid or missing one keeps the offline
-value. An SEC cover prints its form, registrant and period in a fixed form, which the offline reader
+the card is merged field by field: a valid model field wins if the cover prints it (a title, a name, a year,
+a date: a small model writes what is likely, not what is there), an invalid, unprinted or missing one
+keeps the offline value. An SEC cover prints its form, registrant and period in a fixed form, which the offline reader
 reads more reliably than a small model: there the offline title, type, organisation, symbols and
 period stay whenever the offline card found them. A model that fails, times out or answers junk leaves
 the offline card, with one warning naming the document.
@@ -23,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from hyperfolio.cards.card import DOC_TYPES, DocumentCard
 from hyperfolio.cards.offline import card_from_cover, document_cover
+from hyperfolio.cards.periods import find_dates
 from hyperfolio.cards.sec import sec_facts
 from hyperfolio.cards.title import is_noise
 from hyperfolio.llm.errors import ModelCallError, ModelUnavailableError
@@ -154,8 +156,30 @@ def _protected(offline: DocumentCard, sec: bool) -> set[str]:
     return kept
 
 
-def merge(offline: DocumentCard, reply: CardReply, sec: bool = False) -> Merged:
-    """The offline card with each valid model field in its place, except the fields `_protected` keeps."""
+def _folded(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def printed(name: str, value: Any, cover_text: str) -> bool:
+    """Whether a model's value is printed on the cover: a name or title word for word (case and punctuation
+    aside), a year as written, a date as one of the cover's dates. A small model fills a card with what
+    is likely rather than what is there ("2018-05-31" for a release dated May 3), so a value the cover
+    does not print cannot replace the rules' reading. The type and the quarter are judgements, not
+    quotes; they are checked by `_protected` and the year they need."""
+    if name in ("title", "organisation"):
+        return _folded(str(value)) in _folded(cover_text)
+    if name == "aliases":
+        return all(_folded(alias) in _folded(cover_text) for alias in value)
+    if name == "fiscal_year":
+        return str(value) in cover_text
+    if name == "date":
+        return value in {date.iso for date in find_dates(cover_text)}
+    return True
+
+
+def merge(offline: DocumentCard, reply: CardReply, sec: bool = False, cover_text: str | None = None) -> Merged:
+    """The offline card with each valid model field in its place, except the fields `_protected` keeps
+    and, when the cover's text is given, values the cover does not print (`printed`)."""
     values = reply.model_dump()
     keep = _protected(offline, sec)
     out = DocumentCard.from_dict(offline.to_dict())
@@ -167,6 +191,8 @@ def merge(offline: DocumentCard, reply: CardReply, sec: bool = False) -> Merged:
         value = check(raw)
         if value is None:
             merged.rejected[name] = clip(json.dumps(raw, ensure_ascii=False), 60)
+        elif cover_text is not None and value != getattr(offline, name) and not printed(name, value, cover_text):
+            merged.rejected[name] = clip(json.dumps(raw, ensure_ascii=False), 60) + " (not on the cover)"
         elif name not in keep:
             setattr(out, name, value)
             merged.taken.append(name)
@@ -212,7 +238,7 @@ class LLMCarder:
             say = log.debug if isinstance(exc, ModelUnavailableError) else log.warning
             say("card of %s: the model failed, the offline card stands: %s", document.source, one_line(str(exc)))
             return offline
-        merged = merge(offline, reply, sec=sec_facts(cover) is not None)
+        merged = merge(offline, reply, sec=sec_facts(cover) is not None, cover_text=cover.text)
         if merged.rejected:
             rejected = ", ".join(f"{name} {value}" for name, value in merged.rejected.items())
             kept = "kept the offline values" if merged.taken else "the offline card stands"
