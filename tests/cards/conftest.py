@@ -114,9 +114,8 @@ def paper(tmp_path: Path) -> Path:
     return tmp_path / "paper.pdf"
 
 
-@pytest.fixture
-def deck(tmp_path: Path) -> Path:
-    slides = [[("Quarterly Market Update", 40), ("Sales team, spring", 20)], [("Agenda", 36), ("Numbers", 20)]]
+def write_slides(path: Path, slides: list[list[tuple[str, float]]]) -> Path:
+    """A landscape deck, one page per slide, each line (text, font size) under the last."""
     doc = pymupdf.open()
     for lines in slides:
         page = doc.new_page(width=720, height=405)
@@ -124,6 +123,12 @@ def deck(tmp_path: Path) -> Path:
         for text, size in lines:
             y += size * 1.5
             page.insert_text((40, y), text, fontsize=size)
-    doc.save(tmp_path / "deck.pdf")
+    doc.save(path)
     doc.close()
-    return tmp_path / "deck.pdf"
+    return path
+
+
+@pytest.fixture
+def deck(tmp_path: Path) -> Path:
+    slides = [[("Quarterly Market Update", 40), ("Sales team, spring", 20)], [("Agenda", 36), ("Numbers", 20)]]
+    return write_slides(tmp_path / "deck.pdf", slides)

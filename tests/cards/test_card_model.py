@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 
-import pymupdf
 import pytest
 from fake_openai_server import Reply
 
@@ -22,6 +21,8 @@ from hyperfolio.llm.openai_compat import OpenAICompatClient
 from hyperfolio.llm.usage import UsageMeter
 from hyperfolio.model import Hyperedge
 from hyperfolio.parse import parse_file
+
+from .conftest import write_slides
 
 DECK_REPLY = {
     "title": "Quarterly Market Update",
@@ -57,16 +58,7 @@ def printed_deck(tmp_path):
         [("Quarterly Market Update", 40), ("Contoso Sales (CSO)", 20), ("April 15, 2024", 16)],
         [("Agenda", 36), ("Numbers", 20)],
     ]
-    doc = pymupdf.open()
-    for lines in slides:
-        page = doc.new_page(width=720, height=405)
-        y = 60.0
-        for text, size in lines:
-            y += size * 1.5
-            page.insert_text((40, y), text, fontsize=size)
-    doc.save(tmp_path / "deck.pdf")
-    doc.close()
-    return tmp_path / "deck.pdf"
+    return write_slides(tmp_path / "deck.pdf", slides)
 
 
 def test_a_good_reply_fills_the_card_and_marks_it_the_models(printed_deck, fake_llm, caplog):
