@@ -31,7 +31,8 @@ from hyperfolio.hypergraph.reconcile import GRANULARITY, MUTUAL, TEMPORAL, Fact,
 from hyperfolio.hypergraph.reconcile_offline import OfflineDetector
 from hyperfolio.model import Decision, EvidenceItem, EvidencePackage
 from hyperfolio.phrases import content_words
-from hyperfolio.store.base import LayerStore
+from hyperfolio.store.base import LayerStore, chunk_doc_page
+from hyperfolio.textmatch import stem
 
 MAX_CONFLICTS = 3
 INDEXING, QUESTION = "indexing", "question"  # where a conflict was found
@@ -94,21 +95,15 @@ class DocInfo:
 
 
 def _words(text: str) -> set[str]:
-    out = set()
-    for word in content_words(text):
-        out.add(word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word)
-    return out
+    return {stem(word) for word in content_words(text)}
 
 
 def _doc_of(chunk_id: str) -> str:
-    return chunk_id.rsplit(":", 2)[0]
+    return chunk_doc_page(chunk_id)[0]
 
 
 def _page_of(chunk_id: str) -> int:
-    try:
-        return int(chunk_id.rsplit(":", 2)[1])
-    except (IndexError, ValueError):
-        return 0
+    return chunk_doc_page(chunk_id)[1]
 
 
 def cross_document_decisions(

@@ -33,6 +33,7 @@ from hyperfolio.llm.messages import system_message, user_message
 from hyperfolio.llm.protocols import StructuredChatModel
 from hyperfolio.model import Document
 from hyperfolio.phrases import clip, one_line
+from hyperfolio.textmatch import fold
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,8 @@ def _protected(offline: DocumentCard, sec: bool) -> set[str]:
 
 
 def _folded(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.casefold()))
+    """Words as `textmatch` compares text (case, accents, possessives folded), numbers kept."""
+    return " ".join(re.findall(r"\w+", fold(text)))
 
 
 def printed(name: str, value: Any, cover_text: str) -> bool:
