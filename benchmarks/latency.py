@@ -86,11 +86,17 @@ def measure(
         for question, scope in queries[:repeat_warm]:
             collection.retrieve(question, mode=mode, k=10, doc=scope, options=options)
         times = []
+        stages: dict[str, list[float]] = {}
         for question, scope in queries:
             began = time.perf_counter()
-            collection.retrieve(question, mode=mode, k=10, doc=scope, options=options)
+            evidence = collection.retrieve(question, mode=mode, k=10, doc=scope, options=options)
             times.append((time.perf_counter() - began) * 1000)
+            for stage, seconds in evidence.meta.get("stage_seconds", {}).items():
+                stages.setdefault(stage, []).append(seconds * 1000)
         out[strategy] = (percentile(times, 50) or 0.0, percentile(times, 95) or 0.0, len(times))
+        if stages:  # where auto's time goes
+            parts = ", ".join(f"{s} {percentile(v, 50):.1f}/{percentile(v, 95):.1f}" for s, v in stages.items())
+            print(f"    {strategy} stages p50/p95 ms: {parts}", flush=True)
     return out
 
 

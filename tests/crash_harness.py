@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve()
 HASH_SEED = "0"  # the driver's PYTHONHASHSEED: a killed run makes the same calls as the counting run
 VECTOR_TOLERANCE = 1e-4  # largest difference allowed per vector component (embedding batches differ)
 SHOWN = 5  # differing rows shown per table
+RANDOM_META = ("keywords_epoch", "keywords_owner")
 
 
 # --------------------------------------------------------------------------- the fixture document
@@ -343,7 +344,6 @@ EXCLUDED_TABLES: dict[str, str] = {
     "vector_deletions": "a change log for readers' in-memory matrices (pruned on commit), not content",
     "sqlite_sequence": "AUTOINCREMENT counters: how many rows were ever inserted, not what is stored",
 }
-_FTS_SHADOW = ("chunks_fts_data", "chunks_fts_idx", "chunks_fts_content", "chunks_fts_docsize", "chunks_fts_config")
 
 
 @dataclass
@@ -428,7 +428,10 @@ def dump_rows(rows: Callable[[str], list[tuple[Any, ...]]], k: _Keys, files: Pat
     """The content of a store through `rows(sql)` (statements both backends run), ids as content keys `k`;
     `files`: the collection folder, whose page images are compared too."""
     t: dict[str, list[tuple[Any, ...]]] = {}
-    t["meta"] = _sorted(rows("SELECT key, value FROM meta"))
+    # The keyword index's epoch and owner are random tokens (store/sql/keywords.py): compared by presence.
+    t["meta"] = _sorted(
+        (key, "(random)" if key in RANDOM_META else value) for key, value in rows("SELECT key, value FROM meta")
+    )
     t["claims"] = _sorted(rows("SELECT key FROM claims"))
     t["documents"] = _sorted(
         (k.doc(d), source, title, kind, content_hash, pages, json.dumps(_json(meta), sort_keys=True))
@@ -534,6 +537,13 @@ _SELECT = re.compile(r"SELECT (?P<columns>.+) FROM (?P<table>\w+)$")
 def dump_sqlite(directory: Path) -> StoreDump:
     """A SQLite collection's content (its keyword index and page images included). Fails on a table or a
     column it does not know, so that a new one is either compared or excluded with a reason."""
+    from hyperfolio.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(directory)  # its keyword index brought up to date, as the next search would
+    try:
+        store.catch_up_keywords()
+    finally:
+        store.close()
     db = sqlite3.connect(f"file:{directory / 'hyperfolio.db'}?mode=ro", uri=True)
     read: dict[str, set[str]] = {}  # the columns each table was read by
     try:
@@ -545,20 +555,17 @@ def dump_sqlite(directory: Path) -> StoreDump:
 
         keys = _Keys(rows)
         dump = dump_rows(rows, keys, directory)
-        dump.tables["chunks_fts"] = _sorted(
-            (keys.chunk(c), keys.doc(d), text, heading)
-            for c, d, text, heading in rows("SELECT chunk_id, doc_id, text, heading FROM chunks_fts")
-        )
+        # The keyword index beside the database: which documents it holds, with their chunk and token counts.
+        manifest = json.loads((Path(directory) / "keywords" / "manifest.json").read_text(encoding="utf-8"))
+        dump.tables["keyword_index"] = _sorted((keys.doc(d), n, t) for d, (_, n, t) in manifest["docs"].items())
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         columns = {t: {r[1] for r in db.execute(f"PRAGMA table_info('{t}')")} for t in tables}
     finally:
         db.close()
-    unknown = tables - set(dump.tables) - set(EXCLUDED_TABLES) - set(_FTS_SHADOW)
+    unknown = tables - set(dump.tables) - set(EXCLUDED_TABLES)
     if unknown:
         raise AssertionError(f"tables the dump does not know: {sorted(unknown)}; compare them or exclude them")
-    unread = sorted(
-        f"{t}.{c}" for t in tables - set(EXCLUDED_TABLES) - set(_FTS_SHADOW) for c in columns[t] - read.get(t, set())
-    )
+    unread = sorted(f"{t}.{c}" for t in tables - set(EXCLUDED_TABLES) for c in columns[t] - read.get(t, set()))
     unread = [name for name in unread if name not in EXCLUDED_COLUMNS]
     if unread:
         raise AssertionError(f"columns the dump does not read: {unread}; compare them or exclude them")

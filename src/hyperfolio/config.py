@@ -266,11 +266,21 @@ PROCESS_VARIABLES: dict[str, str] = {
     "HYPERFOLIO_PASSWORD": "the password of encrypted files being added (like --password)",
     "HYPERFOLIO_DEBUG": "1: show the full traceback of an error (like --debug)",
     "HYPERFOLIO_LOG": "the log level (default WARNING)",
-    "HYPERFOLIO_CACHE": "where embedding models built on first use are kept (default ~/.cache/hyperfolio)",
+    "HYPERFOLIO_CACHE": "where embedding models built on first use and PostgreSQL collections' keyword indexes are kept"
+    " (default ~/.cache/hyperfolio)",
     "HYPERFOLIO_DATA": "the benchmark data folder that eval and benchmarks/ read (default ../shared/data)",
     "HYPERFOLIO_TEST_GGUF": "the GGUF model file the real-model tests serve",
     "HYPERFOLIO_TEST_ARTIFACTS": "where the browser tests keep their screenshots",
 }
+
+
+def cache_dir() -> Path:
+    """This machine's folder for what is made once and kept (embedding models, PostgreSQL collections'
+    keyword indexes): $HYPERFOLIO_CACHE, else hyperfolio under $XDG_CACHE_HOME or ~/.cache."""
+    base = os.environ.get("HYPERFOLIO_CACHE") or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    path = Path(base).expanduser() / "hyperfolio" if "HYPERFOLIO_CACHE" not in os.environ else Path(base)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def setting_variables() -> dict[str, str]:

@@ -15,6 +15,7 @@ from hyperfolio.collection import Collection
 from hyperfolio.sample import SAMPLE_QUESTION, write_sample_report
 from hyperfolio.store.base import SPACES, Store
 from hyperfolio.store.bundle import BUNDLE_VERSION, BundleError, export_bundle, import_bundle
+from hyperfolio.store.sql.keywords import LOCAL_META
 
 MODES = ("auto", "bm25", "dense", "hybrid", "dual", "concept", "topdown")  # every vector travels: every mode
 
@@ -46,7 +47,7 @@ def _content(store: Store) -> dict:
         "documents": [dataclasses.astuple(d) for d in docs],  # status, meta and when it was added too
         "pages": {d: store.get_pages(d) for d in ids},
         "reconcile_counts": {d: store.reconcile_counts(d) for d in ids},
-        "meta": {k: v for k, v in store.meta_items().items() if k != "schema_version"},
+        "meta": {k: v for k, v in store.meta_items().items() if k not in LOCAL_META},  # the store's own
         "chunks": [repr(c) for c in store.iter_chunks()],
         "entities": sorted(repr(e) for e in store.get_entities(entity_ids)),
         "hyperedges": sorted(

@@ -33,6 +33,7 @@ from hyperfolio.store.base import (
     STAGE_READY,
     scoped_key,
 )
+from hyperfolio.store.sql.keywords import LOCAL_META
 from hyperfolio.store.sql.layers import concept_id
 from hyperfolio.store.sqlite import SQLiteStore
 
@@ -773,7 +774,7 @@ def observe(store) -> dict[str, Any]:
     out["page_chunk_texts"] = store.page_chunk_texts([("north", 2), ("north", 1), ("baltic", 2), ("draft", 1)])
     out["pages"] = [store.get_pages(d) for d in docs]
     out["reconcile_counts"] = [store.reconcile_counts(d) for d in docs]
-    out["meta_items"] = {k: v for k, v in store.meta_items().items() if k != "schema_version"}  # each its own
+    out["meta_items"] = {k: v for k, v in store.meta_items().items() if k not in LOCAL_META}  # each its own
     out["count_chunks"] = [store.count_chunks(), *[store.count_chunks(d) for d in docs]]
     out["keywords"] = {}
     for question in ["turbines capacity", "Baltic", "annual generation", "North Sea 1,850 MW", "Review", "lighthouse"]:
@@ -899,54 +900,6 @@ def test_postgres_bm25_scores_are_fts5s(tmp_path, pg):
             assert [h[1] for h in got] == pytest.approx([h[1] for h in expected], rel=1e-9)
     finally:
         sqlite.close()
-
-
-def test_postgres_scores_only_rare_terms_chunks_when_that_is_exact(tmp_path, pg, monkeypatch):
-    """A question with a rare and a very common word: the search that scores only the rare word's chunks
-    (when they fill k above what the common word can add) ranks exactly as scoring every match does, and
-    as FTS5 does."""
-    from hyperfolio.store import postgres
-
-    sqlite = SQLiteStore(tmp_path / "col")
-    rng = np.random.default_rng(2)
-    words = [f"w{i}" for i in range(300)]
-    docs = []
-    for d in range(6):
-        pages = [[chunk(f"d{d}", 1, i, "text", "common " + " ".join(rng.choice(words, size=12))) for i in range(40)]]
-        docs.append(document(f"d{d}", pages))
-    try:
-        for opened in (sqlite, pg):
-            for doc in docs:
-                opened.write_document(doc)
-                opened.set_stage(doc.doc_id, STAGE_READY)
-        monkeypatch.setattr(postgres, "RARE_TERM_CHUNKS", 30)
-        scorings: list[int] = []  # per search, its scoring statements
-        real_query = pg._query
-
-        def counting(statement, params=()):
-            if statement.startswith(postgres._KEYWORD_SQL[:40]):
-                scorings[-1] += 10 if params.get("match") else 1  # rare-only: tens, every match: ones
-            return real_query(statement, params)
-
-        monkeypatch.setattr(pg, "_query", counting)
-        for question in ["common w7", "w3 common w250", "common", "w1 w2 w3 w4 w5 common", "common w299"]:
-            for scope in (None, ["d1", "d4"]):
-                scorings.append(0)
-                expected = sqlite.keyword_search(question, 5, scope)
-                got = pg.keyword_search(question, 5, scope)
-                assert [h[0] for h in got] == [h[0] for h in expected], (question, scope)
-                assert [h[1] for h in got] == pytest.approx([h[1] for h in expected], rel=1e-9)
-        assert 10 in scorings and 11 in scorings, scorings  # the short way sufficed, or had to be followed by all
-    finally:
-        sqlite.close()
-
-
-def test_postgres_tokens_follow_unicode61():
-    pytest.importorskip("psycopg", reason="the PostgreSQL backend's packages are not installed")
-    from hyperfolio.store.postgres import fts_tokens, query_terms
-
-    assert fts_tokens("Café 168.4 North-Sea foo_bar x²") == ["cafe", "168", "4", "north", "sea", "foo", "bar", "x²"]
-    assert query_terms("What is the café's capacity?") == ["cafe", "s", "capacity"]
 
 
 def test_postgres_stores_text_with_nul_bytes(pg):

@@ -13,7 +13,8 @@ import pytest
 from hyperfolio.errors import DuplicateDocument
 from hyperfolio.model import Chunk, Document, Page
 from hyperfolio.store.base import CHUNK_SPACE, STAGE_PARSED, STAGE_READY
-from hyperfolio.store.sqlite import SQLiteStore, fts_query
+from hyperfolio.store.keywords.tokens import query_terms
+from hyperfolio.store.sqlite import SQLiteStore
 
 
 def make_doc(doc_id: str, texts: list[str], source: str | None = None) -> Document:
@@ -87,7 +88,7 @@ def test_keyword_search_ranks_and_scopes(store):
     assert [h[0] for h in scoped] == ["d2:1:0"]
     # punctuation and FTS operators in the question are harmless
     assert isinstance(store.keyword_search('"NEAR(" AND OR *', 5), list)  # no FTS syntax error
-    assert fts_query('what is "x" - OR y?') == '"x" OR "y"'
+    assert query_terms('what is "x" - OR y?') == ["x", "y"]
 
 
 def test_vector_search_scoped_and_persisted(store, tmp_path):

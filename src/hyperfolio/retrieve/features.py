@@ -90,31 +90,40 @@ def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], d
     docs = list(query.doc_ids) if query.doc_ids else None
     scope = searchable_scope(query, ctx)
     keywords = ctx.keywords(query.text)
-    out: dict[str, Ranking] = {"bm25": bm25_ranking(query, ctx, DEPTH), "dense": dense_ranking(query, ctx, DEPTH)}
+    out: dict[str, Ranking] = {}
+    with ctx.times.stage("source:bm25"):
+        out["bm25"] = bm25_ranking(query, ctx, DEPTH)
+    with ctx.times.stage("source:dense"):
+        out["dense"] = dense_ranking(query, ctx, DEPTH)
 
-    matched = keyword_entities(keywords.low, ctx, docs, ctx.dual.entities_per_keyword)
-    entity_score = {e: s for e, (s, _) in matched.items()}
-    edge_score = {e: sum(shares.values()) for e, shares in spread_to_edges(entity_score, ctx, ENTITY_LEVELS).items()}
-    by_edges = edge_chunk_ranking(edge_score, ctx, scope)
-    entity_prov = ctx.store.provenance("entity", list(entity_score))
-    out["entity"] = ranked(add_scores(by_edges, chunk_scores(entity_score, entity_prov, scope, factor=0.5)))[:DEPTH]
+    with ctx.times.stage("source:entity"):
+        matched = keyword_entities(keywords.low, ctx, docs, ctx.dual.entities_per_keyword)
+        entity_score = {e: s for e, (s, _) in matched.items()}
+        edges = spread_to_edges(entity_score, ctx, ENTITY_LEVELS)
+        edge_score = {e: sum(shares.values()) for e, shares in edges.items()}
+        by_edges = edge_chunk_ranking(edge_score, ctx, scope)
+        entity_prov = ctx.store.provenance("entity", list(entity_score))
+        by_entities = chunk_scores(entity_score, entity_prov, scope, factor=0.5)
+        out["entity"] = ranked(add_scores(by_edges, by_entities))[:DEPTH]
 
-    themed = {
-        e: s for e, (s, _) in theme_keyword_edges(keywords.high, ctx, docs, ctx.dual.hyperedges_per_keyword).items()
-    }
-    out["themekw"] = ranked(edge_chunk_ranking(themed, ctx, scope))[:DEPTH]
+    with ctx.times.stage("source:themekw"):
+        found = theme_keyword_edges(keywords.high, ctx, docs, ctx.dual.hyperedges_per_keyword)
+        themed = {e: s for e, (s, _) in found.items()}
+        out["themekw"] = ranked(edge_chunk_ranking(themed, ctx, scope))[:DEPTH]
 
-    reach = concept_reach(query, ctx)
-    out["concept"] = ranked(reach.chunk_anchor)[:DEPTH]
+    with ctx.times.stage("source:concept"):
+        reach = concept_reach(query, ctx)
+        out["concept"] = ranked(reach.chunk_anchor)[:DEPTH]
 
-    themes = matched_themes(query, ctx, keywords.high, ctx.topdown.themes)
-    theme_prov = ctx.store.provenance("hyperedge", list(themes))
-    theme_chunks: dict[str, float] = {}
-    for theme, score in themes.items():
-        for chunk, doc, _ in theme_prov.get(theme, []):
-            if scope is None or doc in scope:
-                theme_chunks[chunk] = max(theme_chunks.get(chunk, 0.0), score)
-    out["theme"] = ranked(theme_chunks)[:DEPTH]
+    with ctx.times.stage("source:theme"):
+        themes = matched_themes(query, ctx, keywords.high, ctx.topdown.themes)
+        theme_prov = ctx.store.provenance("hyperedge", list(themes))
+        theme_chunks: dict[str, float] = {}
+        for theme, score in themes.items():
+            for chunk, doc, _ in theme_prov.get(theme, []):
+                if scope is None or doc in scope:
+                    theme_chunks[chunk] = max(theme_chunks.get(chunk, 0.0), score)
+        out["theme"] = ranked(theme_chunks)[:DEPTH]
 
     graph = {
         "keywords": keywords,

@@ -37,10 +37,10 @@ import numpy as np
 from hyperfolio.errors import StoreError
 from hyperfolio.model import Chunk, Decision, Document, Entity, Hyperedge, Page
 from hyperfolio.store.base import SPACES, STAGE_PARSED, ModelRecordStore, Store
+from hyperfolio.store.sql.keywords import LOCAL_META
 
 BUNDLE_FORMAT = "hyperfolio-bundle"
 BUNDLE_VERSION = 1
-LOCAL_META = ("schema_version",)  # meta that belongs to the store it is in, not to the collection
 EMBED_BATCH = 64
 IMAGES = "images"  # the collection folder's picture files, by relative image_path
 VECTORS = "vectors.jsonl"

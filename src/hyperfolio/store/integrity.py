@@ -53,8 +53,8 @@ KINDS: dict[str, Kind] = {
     "unregistered_vector_spaces": Kind("vector spaces missing from the space table", "registers them"),
     "chunks_without_vector": Kind("chunks of ready documents without a vector", "embeds them"),
     "keyword_missing": Kind("chunks missing from the keyword index", "rebuilds the keyword index"),
-    "keyword_extra": Kind("keyword index rows of no chunk (or twice)", "rebuilds the keyword index"),
-    "keyword_stats": Kind("keyword statistics out of step with the index", "rebuilds the keyword index"),
+    "keyword_extra": Kind("keyword index entries of no ready chunk", "rebuilds the keyword index"),
+    "keyword_stats": Kind("keyword index manifest out of step with the index", "rebuilds the keyword index"),
     "documents_without_card": Kind(
         "documents indexed without a card, or with one made before cards had themes (routing reads it)",
         "makes their cards or adds their themes, and retitles those the card names better",

@@ -1,19 +1,18 @@
 """Embedded store: one SQLite database per collection directory.
 
 WAL mode, one transaction per document step (so a crash loses at most the step in
-flight), FTS5 for BM25, vectors as float32 blobs with an in-memory matrix for
-brute-force search (a 100k x 384 matrix product takes milliseconds). The tables' SQL is
-shared with PostgreSQL (`store/sql/`); this module holds the connection, the schema, the
-vectors and the keyword search.
+flight), vectors as float32 blobs with an in-memory matrix for brute-force search (a 100k x
+384 matrix product takes milliseconds). The tables' SQL and the keyword search are shared with
+PostgreSQL (`store/sql/`); this module holds the connection, the schema and the vectors, and
+puts the keyword index beside the database.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,10 @@ from typing import Any
 import numpy as np
 
 from hyperfolio.errors import StoreError
-from hyperfolio.lexicon import STOPWORDS
-from hyperfolio.model import Chunk
-from hyperfolio.store.base import STAGE_READY
 from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
 from hyperfolio.store.sql import SqlTables
-from hyperfolio.store.sql.checks import INTEGRITY_CHECKS, keyword_checks
+from hyperfolio.store.sql.checks import INTEGRITY_CHECKS
 from hyperfolio.store.sql.dialect import SQLITE
-from hyperfolio.store.sql.host import Writer
 from hyperfolio.store.sql.schema import SQLITE_WORDS, shared_tables
 from hyperfolio.store.sqlite_vectors import DELETION_LOG, VectorMatrix, prune_deletions
 from hyperfolio.store.sqlite_vectors import load as load_vectors
@@ -36,22 +31,8 @@ from hyperfolio.store.sqlite_vectors import refresh as refresh_vectors
 from hyperfolio.store.versions import newer_than_this
 
 DB_NAME = "hyperfolio.db"
-SCHEMA_VERSION = "2"
-
-# doc_id is indexed (one token) so that a scoped search intersects posting lists instead of
-# filtering every match; its BM25 weight is zero.
-FTS_SCHEMA = """CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    chunk_id UNINDEXED, doc_id, text, heading, tokenize = 'porter unicode61'
-)"""
-# Every chunk's keyword row, made from the chunks table (a migration, a repair).
-FTS_FROM_CHUNKS = (
-    "INSERT INTO chunks_fts(chunk_id, doc_id, text, heading) SELECT chunk_id, doc_id, text,"
-    " (SELECT group_concat(value, ' / ') FROM json_each(chunks.section_path)) FROM chunks"
-)
-# FTS5 finds a row by an unindexed chunk id only by a scan: the ids are read once (IN indexes them).
-KEYWORD_CHECKS = keyword_checks(
-    "chunks_fts", "k.chunk_id NOT IN (SELECT f.chunk_id FROM chunks_fts f WHERE f.chunk_id IS NOT NULL)"
-)
+KEYWORD_FOLDER = "keywords"  # the keyword index, beside the database (store/sql/keywords.py)
+SCHEMA_VERSION = "3"  # 3: keywords in the keyword index beside the database, not in FTS5
 
 # The shared tables, and this backend's own: vectors as float32 blobs (searched in memory), and the index
 # that finds an item's provenance.
@@ -68,18 +49,6 @@ CREATE INDEX IF NOT EXISTS vectors_doc ON vectors(doc_id);
 CREATE INDEX IF NOT EXISTS provenance_item ON provenance(item_kind, item_id);
 """
 )
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 OR-query of quoted terms (stop words dropped)."""
-    terms = [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
-    if not terms:
-        terms = _WORD.findall(text.lower())
-    unique = list(dict.fromkeys(terms))
-    return " OR ".join(f'"{t}"' for t in unique)
-
 
 BUSY_SECONDS = 30.0
 
@@ -108,10 +77,10 @@ def connect_wal(path: Path, wait: float = BUSY_SECONDS) -> sqlite3.Connection:
 
 
 class SQLiteStore(SqlTables):
-    """A collection's store in one SQLite file: the shared tables, plus FTS5 keywords and in-memory vectors."""
+    """A collection's store in one SQLite file: the shared tables, plus in-memory vectors."""
 
     dialect = SQLITE
-    checks = (*INTEGRITY_CHECKS, *KEYWORD_CHECKS)
+    checks = INTEGRITY_CHECKS
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -131,11 +100,10 @@ class SQLiteStore(SqlTables):
         except StoreError:
             self._db.close()
             raise
-        if version == "1":
-            self._upgrade(self._migrate_from_1)
+        if version in ("1", "2"):
+            self._db.execute("DROP TABLE IF EXISTS chunks_fts")  # derived: the keyword index is made from the chunks
         self._db.executescript(SCHEMA)
         self._db.executescript(DELETION_LOG)
-        self._db.execute(FTS_SCHEMA)
         if version != SCHEMA_VERSION:
             self.set_meta("schema_version", SCHEMA_VERSION)
         self._matrices: dict[str, VectorMatrix] = {}
@@ -150,28 +118,6 @@ class SQLiteStore(SqlTables):
             return None
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return row[0] if row else None
-
-    def _upgrade(self, migrate: Callable[[], None]) -> None:
-        """Run a migration with a copy of the database kept beside it until the migration has committed
-        (`hyperfolio.db.before-upgrade`): a failure leaves the copy to go back to, named in the error."""
-        backup = self.path.with_name(self.path.name + ".before-upgrade")
-        with sqlite3.connect(backup) as copy:
-            self._db.backup(copy)
-        copy.close()
-        try:
-            migrate()
-        except sqlite3.Error as exc:
-            self._db.close()
-            raise StoreError(f"upgrading {self.path} failed ({exc}); its copy before the upgrade is {backup}") from exc
-        backup.unlink()
-
-    def _migrate_from_1(self) -> None:
-        """Version 1 kept doc_id unindexed in the FTS table; rebuild it from the chunks."""
-        self._db.execute("BEGIN IMMEDIATE")
-        self._db.execute("DROP TABLE IF EXISTS chunks_fts")
-        self._db.execute(FTS_SCHEMA)
-        self._db.execute(FTS_FROM_CHUNKS)
-        self._db.execute("COMMIT")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -211,7 +157,7 @@ class SQLiteStore(SqlTables):
             self._db.close()
 
     def bulk(self) -> AbstractContextManager[None]:
-        """Nothing to defer: vectors are searched by a scan, FTS5 keeps itself up."""
+        """Nothing to defer: vectors are searched by a scan, the keyword index keeps itself up."""
         return nullcontext()
 
     def _vectors_dropped(self) -> None:
@@ -235,41 +181,8 @@ class SQLiteStore(SqlTables):
                 "UPDATE chunks SET meta = json_set(meta, ?, ?) WHERE chunk_id = ?", (f"$.{key}", value, chunk_id)
             )
 
-    # ------------------------------------------------------------------ keyword search
-    def _index_keywords(self, cur: Writer, doc_id: str, chunks: Sequence[Chunk]) -> None:
-        cur.executemany(
-            "INSERT INTO chunks_fts(chunk_id, doc_id, text, heading) VALUES (?, ?, ?, ?)",
-            [(c.chunk_id, c.doc_id, c.text, " / ".join(c.section_path)) for c in chunks],
-        )
-
-    def _drop_keywords(self, cur: Writer, doc_id: str) -> None:
-        cur.execute("DELETE FROM chunks_fts WHERE doc_id = ?", (doc_id,))
-
-    def _rebuild_keywords(self) -> int:
-        with self.transaction() as db:
-            db.execute("DELETE FROM chunks_fts")
-            return int(db.execute(FTS_FROM_CHUNKS).rowcount)
-
-    def keyword_search(self, query: str, k: int, doc_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        match = fts_query(query)
-        if not match:
-            return []
-        if k < 1:
-            return []
-        match = "{text heading}: (" + match + ")"
-        if doc_ids:
-            match += " AND doc_id: (" + " OR ".join(f'"{d}"' for d in doc_ids) + ")"
-        # Only fully indexed documents are searchable: a half-ingested or superseded one is not.
-        sql = (
-            "SELECT chunk_id, -bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) AS score FROM chunks_fts"
-            " WHERE chunks_fts MATCH ? AND doc_id IN (SELECT doc_id FROM doc_status WHERE stage = ?)"
-            " ORDER BY bm25(chunks_fts, 0.0, 0.0, 1.0, 0.5) LIMIT ?"
-        )
-        params: list[Any] = [match, STAGE_READY, k]
-        try:
-            return [(r[0], float(r[1])) for r in self._query(sql, params)]
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"keyword search failed for {query!r}: {exc}") from exc
+    def _keyword_folder(self, owner: str) -> Path:
+        return self.directory / KEYWORD_FOLDER
 
     # ------------------------------------------------------------------ vectors
     def put_vectors(self, space: str, items: Sequence[tuple[str, str]], vectors: np.ndarray) -> None:

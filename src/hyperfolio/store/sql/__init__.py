@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from hyperfolio.store.sql.documents import DocumentTables
 from hyperfolio.store.sql.graph import GraphTables
+from hyperfolio.store.sql.keywords import KeywordTables
 from hyperfolio.store.sql.records import RecordTables
 
 
-class SqlTables(DocumentTables, GraphTables, RecordTables):
-    """Every shared table; a backend class adds its connection, schema, vectors and keyword search."""
+class SqlTables(KeywordTables, DocumentTables, GraphTables, RecordTables):
+    """Every shared table and the keyword search; a backend class adds its connection, schema and vectors,
+    and where its keyword index lives."""
 
 
 __all__ = ["SqlTables"]

@@ -177,14 +177,3 @@ INTEGRITY_CHECKS = (
         repair=(),  # embedding needs the collection's embedder: Collection.check does it
     ),
 )
-
-
-def keyword_checks(fts: str, missing: str) -> tuple[SqlCheck, SqlCheck]:
-    """A backend's keyword-index checks: its FTS table (`fts`) and how a chunk is missing from it (`missing`,
-    a condition on chunks AS k: each backend's table is searched best its own way). Repaired by a rebuild."""
-    extra = "NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_id = f.chunk_id AND c.doc_id = f.doc_id)"
-    twice = f"f.chunk_id IN (SELECT t.chunk_id FROM {fts} t GROUP BY t.chunk_id HAVING COUNT(*) > 1)"
-    return (
-        SqlCheck("keyword_missing", (Dangling("chunks AS k", "k.chunk_id", missing),), repair=()),
-        SqlCheck("keyword_extra", (Dangling(f"{fts} AS f", "f.chunk_id", f"{extra} OR {twice}"),), repair=()),
-    )

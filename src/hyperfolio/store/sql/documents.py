@@ -110,19 +110,11 @@ def row_chunk(d: Dialect, r: Sequence[Any]) -> Chunk:
 
 
 class DocumentTables(SqlHost):
-    """Meta, claims, documents, pages and chunks; the backend adds each document's keyword rows."""
+    """Meta, claims, documents, pages and chunks."""
 
     def _now(self) -> float:
         """The time claims are measured by."""
         return time.time()
-
-    def _index_keywords(self, cur: Writer, doc_id: str, chunks: Sequence[Chunk]) -> None:
-        """Hook: add a new document's chunks to the keyword index."""
-        raise NotImplementedError
-
-    def _drop_keywords(self, cur: Writer, doc_id: str) -> None:
-        """Hook: remove a document's chunks from the keyword index."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ meta and claims
     def meta_items(self) -> dict[str, str]:
@@ -187,7 +179,6 @@ class DocumentTables(SqlHost):
             cur.executemany(
                 f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES ({', '.join('?' * 15)})", [chunk_row(d, c) for c in chunks]
             )
-            self._index_keywords(cur, doc.doc_id, chunks)
             cur.execute(
                 "INSERT INTO doc_status(doc_id, stage, updated_at) VALUES (?, ?, ?)", (doc.doc_id, STAGE_PARSED, now)
             )
@@ -199,7 +190,9 @@ class DocumentTables(SqlHost):
             ).rowcount
             if not updated:
                 raise StoreError(f"document {doc_id} is no longer in the collection")
+            self._mark_keywords(cur)
         self._stages_changed()
+        self._keywords_changed()
 
     def update_document_meta(self, doc_id: str, changes: dict[str, Any]) -> None:
         with self._write() as cur:
@@ -244,11 +237,12 @@ class DocumentTables(SqlHost):
     def remove_document(self, doc_id: str) -> None:
         """Delete a document, its chunks and vectors, and hypergraph items only it supported."""
         with self._write() as cur:
-            self._drop_keywords(cur, doc_id)
             for table in ("stage_times", "vectors", "chunks", "pages", "doc_status", "documents"):
                 cur.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
             self._drop_graph_of(cur, doc_id)
+            self._mark_keywords(cur)
         self._vectors_dropped()
+        self._keywords_changed()
 
     def clear_document_graph(self, doc_id: str) -> None:
         """Forget what one document contributed to the hypergraph (its chunks and their vectors stay),

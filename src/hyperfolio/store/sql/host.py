@@ -66,6 +66,27 @@ class SqlHost:
     def _counts(self, query: str) -> dict[str, int]:
         return {key: int(n) for key, n in self._query(query)}
 
+    # What one mixin needs of another (each is defined once, in the mixin named).
+    def get_meta(self, key: str) -> str | None:
+        """documents.py"""
+        raise NotImplementedError
+
+    def _mark_keywords(self, cur: Writer) -> None:
+        """keywords.py: within a transaction that changes what keyword search may find."""
+        raise NotImplementedError
+
+    def _keywords_changed(self) -> None:
+        """keywords.py: after a commit that changed what keyword search may find."""
+        raise NotImplementedError
+
+    def _rebuild_keywords(self) -> int:
+        """keywords.py: make the keyword index again; how many chunks it holds."""
+        raise NotImplementedError
+
+    def keyword_findings(self) -> list[Any]:
+        """keywords.py: what the integrity check says of the keyword index."""
+        raise NotImplementedError
+
     def _vectors_dropped(self) -> None:
         """Hook: vectors were deleted, so any copy of them in memory is stale."""
 

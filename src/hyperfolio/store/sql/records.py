@@ -22,10 +22,6 @@ class RecordTables(SqlHost):
     def _database_bytes(self) -> int:
         raise NotImplementedError
 
-    def _rebuild_keywords(self) -> int:
-        """Make every chunk's keyword row again from the chunks table; how many rows it made."""
-        raise NotImplementedError
-
     # ------------------------------------------------------------------ who built what (hypergraph/ledger.py)
     def record_builds(self, doc_id: str, rows: list[tuple[str, str, str, str]]) -> None:
         """Replace a document's record of which parts the model or the offline path built.
@@ -106,7 +102,7 @@ class RecordTables(SqlHost):
 
     # ------------------------------------------------------------------ integrity (store/integrity.py)
     def integrity(self) -> list[Finding]:
-        return run_checks(self.checks, self._query)
+        return run_checks(self.checks, self._query) + self.keyword_findings()
 
     def repair(self, findings: Sequence[Finding]) -> dict[str, int]:
         changed = repair_rows(self.checks, findings, self.transaction)
