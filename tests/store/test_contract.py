@@ -9,6 +9,7 @@ comes from tests/store/conftest.py; without its packages the postgres cases skip
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import os
 import threading
@@ -446,6 +447,40 @@ def test_a_second_store_object_sees_committed_writes(backend):
         ]
         writer.put_vectors(CHUNK_SPACE, [("north:1:1", "north")], np.array([[0.0, 1.0]], dtype=np.float32))
         assert reader.vector_search(CHUNK_SPACE, np.array([0.0, 1.0], dtype=np.float32), 1)[0][0] == "north:1:1"
+        # The keyword index (shared by both on one machine) follows the writer's documents too.
+        assert reader.keyword_search("offshore turbines", 3)[0][0] == "north:1:0"
+        writer.write_document(baltic())
+        writer.set_stage("baltic", STAGE_READY)
+        writer.remove_document("north")
+        assert {h[0].split(":")[0] for h in reader.keyword_search("offshore turbines capacity", 10)} == {"baltic"}
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_a_search_while_another_process_writes_the_keyword_index_skips_what_is_no_longer_ready(
+    backend, monkeypatch
+):
+    """The index is busy (another process holds its writer): the search waits a while, then answers from the
+    index as it is, without the documents removed since; the next search brings it up to date."""
+    from hyperfolio.store.keywords import engine
+
+    writer, reader = backend.open(), backend.open()
+    try:
+        for doc in (north(), baltic()):
+            writer.write_document(doc)
+            writer.set_stage(doc.doc_id, STAGE_READY)
+        assert {h[0].split(":")[0] for h in reader.keyword_search("turbines", 10)} == {"north", "baltic"}
+        monkeypatch.setattr(engine, "WRITER_WAIT", 0.2)
+        busy = engine.open_index(reader._keyword_index().folder).writer(heap_size=15_000_000, num_threads=1)
+        writer.remove_document("north")
+        assert {h[0].split(":")[0] for h in reader.keyword_search("turbines", 10)} == {"baltic"}
+        assert "north" in reader._keyword_index().manifest().docs  # still in the index, left out of the answer
+        busy.rollback()
+        del busy
+        gc.collect()  # the writer's lock goes with it
+        assert {h[0].split(":")[0] for h in reader.keyword_search("turbines", 10)} == {"baltic"}
+        assert "north" not in reader._keyword_index().manifest().docs
     finally:
         writer.close()
         reader.close()

@@ -56,3 +56,31 @@ def test_an_older_collection_drops_its_fts_table_and_searches_its_chunks(tmp_pat
         store.close()
     with sqlite3.connect(folder / DB_NAME) as db:
         assert not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+
+
+def test_a_postgres_collection_of_version_1_drops_its_keyword_tables_and_searches_its_chunks(pg_url):
+    import psycopg
+    from tests.store.test_contract import north
+
+    store = open_store(pg_url)
+    store.write_document(north())
+    store.set_stage("north", "ready")
+    store.close()
+    with psycopg.connect(pg_url, autocommit=True) as db:  # what version 1 kept beside the chunks
+        db.execute("CREATE TABLE chunk_fts (chunk_id TEXT PRIMARY KEY, fts TSVECTOR)")
+        db.execute("CREATE TABLE fts_terms (lexeme TEXT PRIMARY KEY, chunks INTEGER)")
+        db.execute("ALTER TABLE documents ADD COLUMN fts_rows INTEGER NOT NULL DEFAULT 0")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    store = open_store(pg_url)
+    try:
+        assert store.get_meta("schema_version") == "2"
+        assert store.keyword_search("offshore turbines", 3)[0][0] == "north:1:0"
+    finally:
+        store.close()
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        assert db.execute("SELECT to_regclass('chunk_fts'), to_regclass('fts_terms')").fetchone() == (None, None)
+        columns = {
+            r[0]
+            for r in db.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'documents'")
+        }
+        assert "fts_rows" not in columns

@@ -35,6 +35,7 @@ K1, B = 1.2, 0.75
 HEADING_WEIGHT = 0.5
 MANIFEST = "manifest.json"
 FORMAT = 1  # bump when the schema or the terms change: an index of another format is rebuilt
+EVERY = "_"  # a word in every chunk's entry and in no text's ("_" splits words): counts entries, deleted ones too
 MAX_TERM = 200  # longer "words" (encoded blobs) are left out of the index; they still count in lengths
 WRITER_HEAP = 64_000_000
 WRITER_WAIT = 10.0  # seconds to wait for another process's writer before giving up this time
@@ -71,13 +72,24 @@ class Manifest:
     serial: int = 0  # documents added so far: ties in score rank by it, as rows added earlier did in FTS5
     format: int = FORMAT
 
+    _totals: tuple[int, int] | None = field(default=None, repr=False, compare=False)
+
     @property
     def chunks(self) -> int:
-        return sum(n for _, n, _ in self.docs.values())
+        return self.totals()[0]
 
     @property
     def tokens(self) -> int:
-        return sum(t for _, _, t in self.docs.values())
+        return self.totals()[1]
+
+    def totals(self) -> tuple[int, int]:
+        """(chunks, tokens) over every document held, summed once per change."""
+        if self._totals is None:
+            self._totals = (sum(n for _, n, _ in self.docs.values()), sum(t for _, _, t in self.docs.values()))
+        return self._totals
+
+    def changed(self) -> None:
+        self._totals = None
 
     @classmethod
     def read(cls, path: Path) -> Manifest | None:
@@ -207,6 +219,7 @@ class KeywordIndex:
                     manifest.docs[doc_id] = (version, len(rows), length_total)
                     manifest.serial += 1
                 manifest.epoch = epoch
+                manifest.changed()
                 writer.commit()
                 writer.wait_merging_threads()
             except BaseException:
@@ -234,7 +247,7 @@ class KeywordIndex:
     def _add(writer: tantivy.IndexWriter, row: KeywordRow, order: int) -> int:
         text_terms, heading_terms = terms(row.text), terms(row.heading)
         length = len(text_terms) + len(heading_terms) + len(tokens(row.doc_id))
-        words = " ".join(t for t in (*text_terms, *heading_terms) if len(t) <= MAX_TERM)
+        words = " ".join([EVERY, *(t for t in (*text_terms, *heading_terms) if len(t) <= MAX_TERM)])
         writer.add_document(
             tantivy.Document(
                 chunk=row.chunk_id,
@@ -261,7 +274,13 @@ class KeywordIndex:
             return []
         avgdl = max(length / total, 1e-9)
         multiplicity = Counter(t for t in wanted if len(t) <= MAX_TERM)
-        weight = {t: n * idf(total, self._holding(searcher, t)) for t, n in multiplicity.items()}
+        # Tantivy's document frequencies count deleted entries until their segment is merged: exact only
+        # while the index holds none (every entry holds EVERY), else each term's live chunks are counted.
+        if searcher.doc_freq("words", EVERY) == searcher.num_docs:
+            holding = {t: searcher.doc_freq("words", t) for t in multiplicity}
+        else:
+            holding = {t: _count(searcher, tantivy.Query.term_query(_SCHEMA, "words", t)) for t in multiplicity}
+        weight = {t: n * idf(total, holding[t]) for t, n in multiplicity.items()}
         query = self._query(searcher, weight, total, doc_ids)
         if query is None:
             return []
@@ -276,12 +295,6 @@ class KeywordIndex:
             scored.append((-float(f"{score:.12g}"), stored["order"][0], stored["chunk"][0], score))
         scored.sort()
         return [(chunk, score) for _, _, chunk, score in scored[:k]]
-
-    @staticmethod
-    def _holding(searcher: tantivy.Searcher, term: str) -> int:
-        """How many live chunks hold `term` (BM25's n): counted, since tantivy's own document frequency
-        still counts chunks deleted until their segment is merged."""
-        return _count(searcher, tantivy.Query.term_query(_SCHEMA, "words", term))
 
     @staticmethod
     def _query(

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from hyperfolio.store.base import STAGE_READY, chunk_doc_page
 from hyperfolio.store.integrity import EXAMPLES, Finding, finding
-from hyperfolio.store.keywords.engine import WRITER_WAIT, KeywordIndex, KeywordRow
+from hyperfolio.store.keywords import engine
+from hyperfolio.store.keywords.engine import KeywordIndex, KeywordRow
 from hyperfolio.store.sql.host import SqlHost, Writer
 
 log = logging.getLogger(__name__)
@@ -96,10 +97,11 @@ class KeywordTables(SqlHost):
         )
         return bool(rows)
 
-    def catch_up_keywords(self, wait: float = WRITER_WAIT, trust_epoch: bool = True) -> tuple[bool, set[str]]:
+    def catch_up_keywords(self, wait: float | None = None, trust_epoch: bool = True) -> tuple[bool, set[str]]:
         """Bring the index to the database's ready documents: (whether it is up to date, the ready
         documents when they were read, else an empty set). `trust_epoch=False` compares the documents
         even when the epoch says nothing changed (the integrity check: an edit by hand changes no epoch)."""
+        wait = engine.WRITER_WAIT if wait is None else wait
         index = self._keyword_index()
         epoch = self.get_meta(EPOCH_KEY) or ""
         if trust_epoch and index.manifest().epoch == epoch:
