@@ -37,6 +37,8 @@ _NUMBER_PART = re.compile(r"[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _LABEL = re.compile(r"\b(?:Table|Figure|Fig\.|Chart|Exhibit)\s+\d+[A-Za-z]?\b")
 _TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|-){2,}")  # words of three or more letters, in any script
+# The same words, found faster (whole runs of letters or hyphens; the short ones are dropped after).
+_RUN = re.compile(r"[^\W\d_](?:[^\W\d_]+|-+)*")
 # Sentence ends in a chunk's text (a chunk is already within one page and section): end punctuation
 # before a capital or digit, blank lines, and list bullets.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
@@ -155,7 +157,8 @@ _NOT_CONTENT = STOPWORDS | _WEAK_CAPITALS
 
 def content_words(text: str) -> list[str]:
     """Lower-cased content words (no stop words), for key phrases and theme keywords."""
-    return [w for w in map(str.lower, _TOKEN.findall(text)) if w not in _NOT_CONTENT]
+    words = [w.lower() for w in _RUN.findall(text) if len(w) > 2]
+    return [w for w in words if w not in _NOT_CONTENT]
 
 
 def key_phrases(text: str, max_len: int = 3) -> list[str]:

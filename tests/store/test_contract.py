@@ -458,9 +458,7 @@ def test_a_second_store_object_sees_committed_writes(backend):
         reader.close()
 
 
-def test_a_search_while_another_process_writes_the_keyword_index_skips_what_is_no_longer_ready(
-    backend, monkeypatch
-):
+def test_a_search_while_another_process_writes_the_keyword_index_skips_what_is_no_longer_ready(backend, monkeypatch):
     """The index is busy (another process holds its writer): the search waits a while, then answers from the
     index as it is, without the documents removed since; the next search brings it up to date."""
     from hyperfolio.store.keywords import engine

@@ -47,7 +47,7 @@ def test_an_older_collection_drops_its_fts_table_and_searches_its_chunks(tmp_pat
     with sqlite3.connect(folder / DB_NAME) as db:
         db.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(chunk_id UNINDEXED, doc_id, text, heading)")
         db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
-        db.execute("DELETE FROM meta WHERE key LIKE 'keywords_%'")
+        db.execute("DELETE FROM meta WHERE key IN ('keywords_owner', 'documents_epoch')")
     store = open_store(folder)
     try:
         assert store.get_meta("schema_version") == SCHEMA_VERSION

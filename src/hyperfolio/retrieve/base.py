@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from hyperfolio.config import ConceptOptions, DualOptions, TopDownOptions, coerce_settings
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.llm.protocols import StructuredChatModel
-from hyperfolio.model import EvidencePackage
+from hyperfolio.model import DocumentInfo, EvidencePackage
 from hyperfolio.retrieve.encoding import QueryMemo, TextCache
 from hyperfolio.retrieve.keywords import Decomposer, Keywords, OfflineDecomposer
-from hyperfolio.store.base import Store
+from hyperfolio.store.base import STAGE_READY, Store
 from hyperfolio.timing import StageTimes
+
+T = TypeVar("T")
 
 
 class Scorer(Protocol):
@@ -50,6 +52,20 @@ class RetrievalContext:
     memo: QueryMemo = field(default_factory=QueryMemo)  # one question's encodings; a new context per call
     texts: TextCache = field(default_factory=TextCache)  # words of indexed texts, kept by the collection
     times: StageTimes = field(default_factory=StageTimes)  # seconds per stage a strategy reports, this call
+
+    def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """A value derived from the collection's documents (the ready ones, their cards), kept across
+        questions while the store's documents version stays the same: read once per change, not per
+        question (a library of thousands of documents)."""
+        version = self.memo.value(("documents-version",), self.store.documents_version)
+        found = self.texts.get((key, version))
+        return found if found is not None else self.texts.put((key, version), compute())
+
+    def ready_documents(self) -> list[DocumentInfo]:
+        """The collection's fully indexed documents."""
+        return self.kept(
+            ("ready-documents",), lambda: [d for d in self.store.list_documents() if d.status == STAGE_READY]
+        )
 
     def keywords(self, question: str) -> Keywords:
         """K_low and K_high of the question, decomposed once per call."""

@@ -23,7 +23,7 @@ from hyperfolio.model import Chunk
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.feature_table import FEATURE_INDEX
 from hyperfolio.retrieve.rankings import Ranking, reciprocal_rank_fusion
-from hyperfolio.retrieve.routing import card_matches, card_text_scores, ready_documents
+from hyperfolio.retrieve.routing import card_matches, card_text_scores
 
 PageKey = tuple[str, int]
 _LOG_DEPTH = math.log1p(100)  # the fused flat ranking holds at most twice a source's depth
@@ -91,5 +91,5 @@ def _page_counts(ctx: RetrievalContext, doc_ids: list[str]) -> dict[str, int]:
     if len(doc_ids) == 1:
         info = ctx.store.get_document(doc_ids[0])
         return {doc_ids[0]: max(1, info.num_pages) if info else 1}
-    known = {d.doc_id: d.num_pages for d in ready_documents(ctx)}
+    known = {d.doc_id: d.num_pages for d in ctx.ready_documents()}
     return {doc_id: max(1, known.get(doc_id, 1)) for doc_id in doc_ids}

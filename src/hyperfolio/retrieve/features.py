@@ -156,8 +156,8 @@ def _share(wanted: AbstractSet[str], text_words: AbstractSet[str]) -> float:
     return len(wanted & text_words) / len(wanted) if wanted else 0.0
 
 
-def _bigrams(words: list[str]) -> set[tuple[str, str]]:
-    return set(zip(words, words[1:], strict=False))
+def _bigrams(words: list[str]) -> frozenset[tuple[str, str]]:
+    return frozenset(zip(words, words[1:], strict=False))
 
 
 def candidate_features(query: Query, ctx: RetrievalContext, exclude: Iterable[str] = ()) -> Candidates:
@@ -195,7 +195,7 @@ def candidate_features(query: Query, ctx: RetrievalContext, exclude: Iterable[st
     if "graph" not in excluded:
         _entity_features(matrix, row, graph, query, ctx)
     listed = _word_list(query.text)
-    asked = TextWords(frozenset(listed), frozenset(_bigrams(listed)), len(listed))  # the question's, once
+    asked = TextWords(frozenset(listed), _bigrams(listed), len(listed))  # the question's, once
     _layout_features(matrix, chunks, query.text, asked, ctx)
     fused, _ = reciprocal_rank_fusion(used, ctx.rrf_k)
     _page_features(matrix, chunks, row, dict(fused))
@@ -256,7 +256,7 @@ def text_words(ctx: RetrievalContext, chunk_id: str, text: str) -> TextWords:
     if found is None:
         listed = _word_list(text)
         found = ctx.texts.put(
-            ("text", chunk_id), TextWords(frozenset(listed), frozenset(_bigrams(listed)), len(listed))
+            ("text", chunk_id), TextWords(frozenset(listed), _bigrams(listed), len(listed))
         )
     return found
 

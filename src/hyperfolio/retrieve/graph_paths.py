@@ -19,7 +19,7 @@ from hyperfolio.model import Entity, EntityHit, Hyperedge, HyperedgeHit
 from hyperfolio.phrases import normalize_name
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.rankings import graph_vectors
-from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, STAGE_READY, THEME_SPACE, item_of
+from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, THEME_SPACE, item_of
 
 # The entity hypergraph's own levels; chunk themes are the top layer.
 ENTITY_LEVELS = ("low", "high", "refine", "fact")
@@ -95,9 +95,7 @@ def searchable_scope(query: Query, ctx: RetrievalContext) -> set[str]:
     (An entity found in one document also has provenance in others, some perhaps half-indexed.)"""
     if query.doc_ids:
         return set(query.doc_ids)
-    return ctx.memo.value(
-        "ready-documents", lambda: {d.doc_id for d in ctx.store.list_documents() if d.status == STAGE_READY}
-    )
+    return ctx.kept(("ready-ids",), lambda: {d.doc_id for d in ctx.ready_documents()})
 
 
 def in_scope(prov: Provenance, item: str, scope: set[str] | None) -> list[tuple[str, str, int]]:

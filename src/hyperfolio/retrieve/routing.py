@@ -17,10 +17,8 @@ from dataclasses import dataclass, replace
 
 from hyperfolio.cards.card import DocumentCard, stored_card
 from hyperfolio.cards.match import ORG_NAMED, CardMatch, match_cards, named_entities
-from hyperfolio.model import DocumentInfo
 from hyperfolio.phrases import content_words
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.store.base import STAGE_READY
 
 TIE = 0.25  # card scores this close to the best count as the same document's
 
@@ -37,15 +35,14 @@ class Route:
 
 
 def collection_cards(ctx: RetrievalContext, doc_ids: list[str] | None = None) -> list[DocumentCard]:
-    """The cards of the ready documents (of `doc_ids` when given), once per call."""
-    key = ("cards", tuple(doc_ids) if doc_ids else None)
+    """The cards of the ready documents (of `doc_ids` when given), read once per change of the documents."""
 
     def read() -> list[DocumentCard]:
         wanted = set(doc_ids) if doc_ids else None
-        cards = [stored_card(d.meta, d.doc_id) for d in ready_documents(ctx) if wanted is None or d.doc_id in wanted]
+        cards = [stored_card(d.meta, d.doc_id) for d in ctx.ready_documents() if wanted is None or d.doc_id in wanted]
         return [card for card in cards if card is not None]
 
-    return ctx.memo.value(key, read)
+    return ctx.kept(("cards", tuple(doc_ids) if doc_ids else None), read)
 
 
 def card_matches(query: Query, ctx: RetrievalContext) -> dict[str, CardMatch]:
@@ -139,11 +136,4 @@ def _card_words(ctx: RetrievalContext, card: DocumentCard) -> frozenset[str]:
 
 
 def _uncarded(ctx: RetrievalContext, carded: set[str]) -> list[str]:
-    return sorted(d.doc_id for d in ready_documents(ctx) if d.doc_id not in carded)
-
-
-def ready_documents(ctx: RetrievalContext) -> list[DocumentInfo]:
-    """The collection's ready documents, read once per call."""
-    return ctx.memo.value(
-        ("ready-documents",), lambda: [d for d in ctx.store.list_documents() if d.status == STAGE_READY]
-    )
+    return sorted(d.doc_id for d in ctx.ready_documents() if d.doc_id not in carded)

@@ -84,6 +84,11 @@ class DocumentStore(Protocol):
 
     def set_stage(self, doc_id: str, stage: str) -> None: ...
 
+    def documents_version(self) -> str:
+        """A token that changes whenever a document's stage, meta or title changes or one is removed: what is
+        derived from the documents (their cards, the ready set) is up to date while it is the same."""
+        ...
+
     def update_document_meta(self, doc_id: str, changes: dict[str, Any]) -> None:
         """Merge `changes` into a document's meta (what ingest derived later, e.g. its card)."""
 

@@ -40,7 +40,8 @@ from hyperfolio.store.postgres_vectors import EXACT_SEARCH_MAX, PostgresVectors
 from hyperfolio.store.sql import SqlTables
 from hyperfolio.store.sql.checks import INTEGRITY_CHECKS
 from hyperfolio.store.sql.dialect import Dialect, postgres_sql
-from hyperfolio.store.sql.keywords import EPOCH_KEY, OWNER_KEY
+from hyperfolio.store.sql.documents import DOCUMENTS_EPOCH
+from hyperfolio.store.sql.keywords import OWNER_KEY
 from hyperfolio.store.sql.schema import shared_tables
 from hyperfolio.store.versions import newer_than_this
 
@@ -394,7 +395,7 @@ class PostgresStore(SqlTables, PostgresVectors):
                             for block in reader:
                                 writer.write(block)
                     # The copy is another database: its keyword index is its own (store/sql/keywords.py).
-                    sink.execute("DELETE FROM meta WHERE key = ANY(%s)", ([OWNER_KEY, EPOCH_KEY],))
+                    sink.execute("DELETE FROM meta WHERE key = ANY(%s)", ([OWNER_KEY, DOCUMENTS_EPOCH],))
                     for table, column in IDENTITY_COLUMNS:
                         sink.execute(
                             f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -109,8 +110,24 @@ def row_chunk(d: Dialect, r: Sequence[Any]) -> Chunk:
     )
 
 
+# A new random token at every change of which documents are searchable or how they are described (stage,
+# removal, meta, title), written in the change's transaction: what is derived from them (the keyword
+# index, the cards a question is routed by) is up to date while it holds the same token.
+DOCUMENTS_EPOCH = "documents_epoch"
+
+
 class DocumentTables(SqlHost):
     """Meta, claims, documents, pages and chunks."""
+
+    def documents_version(self) -> str:
+        """The collection's documents epoch (changes with every stage, removal, meta or title change)."""
+        return self.get_meta(DOCUMENTS_EPOCH) or ""
+
+    def _documents_changed(self, cur: Writer) -> None:
+        """Within a transaction that changes a document's stage, meta or title, or removes it."""
+        cur.execute(
+            self.dialect.upsert("meta(key, value)", "VALUES (?, ?)", ("key",)), (DOCUMENTS_EPOCH, uuid.uuid4().hex)
+        )
 
     def _now(self) -> float:
         """The time claims are measured by."""
@@ -190,7 +207,7 @@ class DocumentTables(SqlHost):
             ).rowcount
             if not updated:
                 raise StoreError(f"document {doc_id} is no longer in the collection")
-            self._mark_keywords(cur)
+            self._documents_changed(cur)
         self._stages_changed()
         self._keywords_changed()
 
@@ -201,6 +218,7 @@ class DocumentTables(SqlHost):
                 raise StoreError(f"document {doc_id} is no longer in the collection")
             meta = dict(self.dialect.from_json(found[0]) or {}) | changes
             cur.execute("UPDATE documents SET meta = ? WHERE doc_id = ?", (self.dialect.json(meta), doc_id))
+            self._documents_changed(cur)
 
     def set_document_title(self, doc_id: str, title: str) -> None:
         with self._write() as cur:
@@ -209,6 +227,7 @@ class DocumentTables(SqlHost):
             ).rowcount
             if not updated:
                 raise StoreError(f"document {doc_id} is no longer in the collection")
+            self._documents_changed(cur)
 
     def _info(self, row: Sequence[Any]) -> DocumentInfo:
         return info_of(row, dict(self.dialect.from_json(row[9]) or {}))
@@ -240,7 +259,7 @@ class DocumentTables(SqlHost):
             for table in ("stage_times", "vectors", "chunks", "pages", "doc_status", "documents"):
                 cur.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
             self._drop_graph_of(cur, doc_id)
-            self._mark_keywords(cur)
+            self._documents_changed(cur)
         self._vectors_dropped()
         self._keywords_changed()
 

@@ -71,10 +71,6 @@ class SqlHost:
         """documents.py"""
         raise NotImplementedError
 
-    def _mark_keywords(self, cur: Writer) -> None:
-        """keywords.py: within a transaction that changes what keyword search may find."""
-        raise NotImplementedError
-
     def _keywords_changed(self) -> None:
         """keywords.py: after a commit that changed what keyword search may find."""
         raise NotImplementedError

@@ -5,9 +5,9 @@ PostgreSQL collection in each machine's cache, so every machine sharing the coll
 copy. Each copy is brought up to date from the database before it is searched, which makes every
 machine read the same documents:
 
-- every change of what is searchable (a document's stage set, a document removed) writes a new random
-  `keywords_epoch` in the same transaction; an index whose manifest holds that epoch is up to date, which
-  costs one read of one row per search;
+- every change of what is searchable (a document's stage set, a document removed; its meta or title
+  too) writes a new random documents epoch in the same transaction (`sql/documents.py`); an index whose
+  manifest holds that epoch is up to date, which costs one read of one row per search;
 - otherwise the index is compared with the ready documents' (doc_id, updated_at) and brought to them:
   documents gone or changed are dropped, new or changed ones added from their chunks. This compares
   states, not a log of events, so changes committed out of order (two PostgreSQL writers) are never
@@ -31,14 +31,14 @@ from hyperfolio.store.base import STAGE_READY, chunk_doc_page
 from hyperfolio.store.integrity import EXAMPLES, Finding, finding
 from hyperfolio.store.keywords import engine
 from hyperfolio.store.keywords.engine import KeywordIndex, KeywordRow
-from hyperfolio.store.sql.host import SqlHost, Writer
+from hyperfolio.store.sql.documents import DOCUMENTS_EPOCH
+from hyperfolio.store.sql.host import SqlHost
 
 log = logging.getLogger(__name__)
 
-EPOCH_KEY = "keywords_epoch"
 OWNER_KEY = "keywords_owner"  # which database an index belongs to: a folder of another is made anew
 # Meta that belongs to the database it is in, not to the collection: copies and bundles leave it behind.
-LOCAL_META = ("schema_version", OWNER_KEY, EPOCH_KEY)
+LOCAL_META = ("schema_version", OWNER_KEY, DOCUMENTS_EPOCH)
 BATCH_DOCUMENTS = 100  # documents written per commit while catching up (a long rebuild keeps its progress)
 READY_VERSIONS = (
     "SELECT s.doc_id, s.updated_at FROM doc_status s JOIN documents d ON d.doc_id = s.doc_id"
@@ -67,18 +67,13 @@ class KeywordTables(SqlHost):
             index: KeywordIndex | None = self.__dict__.get("_keywords")
             if index is None:
                 owner = self.get_meta(OWNER_KEY)
-                if owner is None or self.get_meta(EPOCH_KEY) is None:  # a new collection, or an earlier version's
+                if owner is None or self.get_meta(DOCUMENTS_EPOCH) is None:  # a new collection, or an earlier version's
                     with self._write() as cur:
                         insert = self.dialect.insert_ignore("meta(key, value)", "VALUES (?, ?)")
-                        cur.executemany(insert, [(OWNER_KEY, uuid.uuid4().hex), (EPOCH_KEY, uuid.uuid4().hex)])
+                        cur.executemany(insert, [(OWNER_KEY, uuid.uuid4().hex), (DOCUMENTS_EPOCH, uuid.uuid4().hex)])
                     owner = self.get_meta(OWNER_KEY) or ""
                 index = self.__dict__["_keywords"] = KeywordIndex(self._keyword_folder(owner), owner)
             return index
-
-    def _mark_keywords(self, cur: Writer) -> None:
-        """Within a transaction that changes what is searchable: a new epoch."""
-        upsert = self.dialect.upsert("meta(key, value)", "VALUES (?, ?)", ("key",))
-        cur.execute(upsert, (EPOCH_KEY, uuid.uuid4().hex))
 
     def keyword_search(self, query: str, k: int, doc_ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """BM25 over chunk text and headings of fully indexed documents (`store/keywords/engine.py`)."""
@@ -103,7 +98,7 @@ class KeywordTables(SqlHost):
         even when the epoch says nothing changed (the integrity check: an edit by hand changes no epoch)."""
         wait = engine.WRITER_WAIT if wait is None else wait
         index = self._keyword_index()
-        epoch = self.get_meta(EPOCH_KEY) or ""
+        epoch = self.get_meta(DOCUMENTS_EPOCH) or ""
         if trust_epoch and index.manifest().epoch == epoch:
             return True, set()
         versions = {doc: version_of(at) for doc, at in self._query(READY_VERSIONS, (STAGE_READY,))}
