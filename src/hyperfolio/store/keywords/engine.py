@@ -150,7 +150,7 @@ class KeywordIndex:
         self._lock = threading.RLock()
         self._index: tantivy.Index | None = None
         self._manifest = Manifest(owner=owner)
-        self._seen: tuple[int, int] | None = None  # the manifest file's (mtime, size) last read
+        self._seen: tuple[int, int, int] | None = None  # the manifest file last read: (inode, mtime, size)
 
     # ------------------------------------------------------------------ opening
     def _open(self) -> tantivy.Index:
@@ -170,12 +170,13 @@ class KeywordIndex:
             self._seen = self._stamp()
         return self._index
 
-    def _stamp(self) -> tuple[int, int] | None:
+    def _stamp(self) -> tuple[int, int, int] | None:
+        """Which manifest file is there: each write replaces it, so a new one has a new inode."""
         try:
             st = (self.folder / MANIFEST).stat()
         except OSError:
             return None
-        return (st.st_mtime_ns, st.st_size)
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def manifest(self) -> Manifest:
         """What the index holds now, re-read (and the searcher reloaded) when another process changed it."""
@@ -224,6 +225,7 @@ class KeywordIndex:
                 writer.wait_merging_threads()
             except BaseException:
                 writer.rollback()
+                self._seen = None  # the manifest in memory was changed: read it again
                 raise
             manifest.write(self.folder / MANIFEST)
             self._seen = self._stamp()
