@@ -129,3 +129,16 @@ def test_tokens_and_stems_are_fts5s():
     assert terms("us is a") == ["us", "is", "a"]  # under three letters: left alone
     assert query_terms("What is the café's capacity?") == ["cafe", "s", "capac"]
     assert query_terms("the of") == ["the", "of"]  # stop words only: searched as they are
+
+
+def test_a_damaged_index_is_made_again(tmp_path):
+    rows = [r for r in _corpus(50) if r.doc_id == "doc000"]
+    index = KeywordIndex(tmp_path / "k", "test")
+    assert index.apply("e1", [("doc000", "v1", rows)])
+    for file in (tmp_path / "k").glob("*.idx"):
+        file.write_bytes(b"\0" * 10)
+    (tmp_path / "k" / "meta.json").write_text("{not json")
+    again = KeywordIndex(tmp_path / "k", "test")
+    assert again.search("turbine", 5) == [] and again.manifest().docs == {}  # empty, to be filled again
+    assert again.apply("e2", [("doc000", "v1", rows)])
+    assert again.search("turbine wind", 5)

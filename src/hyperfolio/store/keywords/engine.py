@@ -17,6 +17,7 @@ version of each document it holds: `sync.py` keeps it in step with the database.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import threading
@@ -30,6 +31,8 @@ import tantivy
 
 from hyperfolio.errors import StoreError
 from hyperfolio.store.keywords.tokens import query_terms, terms, tokens
+
+log = logging.getLogger(__name__)
 
 K1, B = 1.2, 0.75
 HEADING_WEIGHT = 0.5
@@ -159,9 +162,13 @@ class KeywordIndex:
             self.folder.mkdir(parents=True, exist_ok=True)
             manifest = Manifest.read(self.folder / MANIFEST)
             usable = manifest is not None and manifest.owner == self.owner and manifest.format == FORMAT
+            index = None
             if usable and tantivy.Index.exists(str(self.folder)):
-                index = open_index(self.folder)
-            else:
+                try:
+                    index = open_index(self.folder)
+                except ValueError as exc:  # damaged files: the index is derived, so it is made again
+                    log.warning("keyword index in %s unreadable (%s): making it again", self.folder, exc)
+            if index is None:
                 index = open_index(self.folder, create=True)
                 manifest = Manifest(owner=self.owner)
                 manifest.write(self.folder / MANIFEST)
