@@ -157,7 +157,10 @@ _NOT_CONTENT = STOPWORDS | _WEAK_CAPITALS
 
 def content_words(text: str) -> list[str]:
     """Lower-cased content words (no stop words), for key phrases and theme keywords."""
-    words = [w.lower() for w in _RUN.findall(text) if len(w) > 2]
+    if "\u0130" in text or "\u03a3" in text:  # "İ" lowers to two characters and "Σ" by what follows it:
+        words = [w.lower() for w in _RUN.findall(text) if len(w) > 2]  # each word lowered on its own
+    else:  # lowering first finds the same words, in one call
+        words = [w for w in _RUN.findall(text.lower()) if len(w) > 2]
     return [w for w in words if w not in _NOT_CONTENT]
 
 

@@ -19,7 +19,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -140,12 +139,22 @@ def _words(text: str) -> set[str]:
 
 
 def _word_list(text: str) -> list[str]:
-    return [_stem(w) for w in content_words(text)]
+    stems = _STEMS
+    return [stems.get(w) or _stem(w) for w in content_words(text)]
 
 
-@lru_cache(maxsize=100_000)
+_STEMS: dict[str, str] = {}  # every word's fold, kept (a dictionary look-up costs less per word than a call)
+
+
 def _stem(word: str) -> str:
     """A light plural/verb fold so 'revenues' meets 'revenue' (no stemmer dependency for this)."""
+    found = _STEMS.get(word)
+    if found is None:
+        found = _STEMS[word] = _fold(word)
+    return found
+
+
+def _fold(word: str) -> str:
     for suffix in ("ies", "es", "s", "ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
