@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -139,22 +140,12 @@ def _words(text: str) -> set[str]:
 
 
 def _word_list(text: str) -> list[str]:
-    stems = _STEMS
-    return [stems.get(w) or _stem(w) for w in content_words(text)]
+    return [_stem(w) for w in content_words(text)]
 
 
-_STEMS: dict[str, str] = {}  # every word's fold, kept (a dictionary look-up costs less per word than a call)
-
-
+@lru_cache(maxsize=262_144)
 def _stem(word: str) -> str:
     """A light plural/verb fold so 'revenues' meets 'revenue' (no stemmer dependency for this)."""
-    found = _STEMS.get(word)
-    if found is None:
-        found = _STEMS[word] = _fold(word)
-    return found
-
-
-def _fold(word: str) -> str:
     for suffix in ("ies", "es", "s", "ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
@@ -264,9 +255,7 @@ def text_words(ctx: RetrievalContext, chunk_id: str, text: str) -> TextWords:
     found = ctx.texts.get(("text", chunk_id))
     if found is None:
         listed = _word_list(text)
-        found = ctx.texts.put(
-            ("text", chunk_id), TextWords(frozenset(listed), _bigrams(listed), len(listed))
-        )
+        found = ctx.texts.put(("text", chunk_id), TextWords(frozenset(listed), _bigrams(listed), len(listed)))
     return found
 
 

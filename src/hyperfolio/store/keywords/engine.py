@@ -294,10 +294,10 @@ class KeywordIndex:
         if query is None:
             return []
         hits = searcher.search(query, limit=depth(k), count=False).hits
-        scored = []
+        scored, terms_asked = [], set(weight)
         for _, address in hits:
             stored = searcher.doc(address)
-            tf = _weights(stored["counts"][0], set(weight))
+            tf = _weights(stored["counts"][0], terms_asked)
             norm = K1 * (1 - B + B * stored["length"][0] / avgdl)
             score = sum(weight[t] * f * (K1 + 1) / (f + norm) for t, f in tf.items())
             # Equal scores (to rounding: sums in another order differ in their last bit) rank by insertion.

@@ -31,9 +31,6 @@ _QUESTION_WORD = re.compile(r"\w+", re.UNICODE)  # how a question is split into 
 _MARK = re.compile("[\u0300-\u036f]")
 _FOLD = str.maketrans({"ς": "σ", "µ": "μ"})
 _STEMMER = Stemmer.Stemmer("porter")
-# Every word's stem, kept: a corpus has far fewer distinct words than tokens (a bounded cache would cost
-# more per token than the words it forgets save).
-_STEMS: dict[str, str] = {}
 _MEASURED = re.compile(r"[^aeiou]*[aeiouy]+[^aeiouy]")  # at least one vowel-consonant sequence (m > 0)
 
 
@@ -55,15 +52,9 @@ def _fold_word(word: str) -> str:
     return "".join(_latin_base(ch) for ch in word).translate(_FOLD)
 
 
+@lru_cache(maxsize=262_144)  # a corpus has far fewer distinct words than tokens
 def stem(token: str) -> str:
     """FTS5's porter stem of one lower-case token."""
-    found = _STEMS.get(token)
-    if found is None:
-        found = _STEMS[token] = _stem(token)
-    return found
-
-
-def _stem(token: str) -> str:
     if len(token) < 3 or len(token) > 64:
         return token
     out: str = _STEMMER.stemWord(token)
@@ -86,8 +77,7 @@ def tokens(text: str) -> list[str]:
 
 def terms(text: str) -> list[str]:
     """The stemmed tokens of `text`, as the index holds them."""
-    stems = _STEMS
-    return [stems.get(t) or stem(t) for t in tokens(text)]
+    return [stem(t) for t in tokens(text)]
 
 
 def query_terms(question: str) -> list[str]:

@@ -125,9 +125,10 @@ class DocumentTables(SqlHost):
 
     def _documents_changed(self, cur: Writer) -> None:
         """Within a transaction that changes a document's stage, meta or title, or removes it."""
-        cur.execute(
-            self.dialect.upsert("meta(key, value)", "VALUES (?, ?)", ("key",)), (DOCUMENTS_EPOCH, uuid.uuid4().hex)
-        )
+        self._put_meta(cur, DOCUMENTS_EPOCH, uuid.uuid4().hex)
+
+    def _put_meta(self, cur: Writer, key: str, value: str) -> None:
+        cur.execute(self.dialect.upsert("meta(key, value)", "VALUES (?, ?)", ("key",)), (key, value))
 
     def _now(self) -> float:
         """The time claims are measured by."""
@@ -143,7 +144,7 @@ class DocumentTables(SqlHost):
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as cur:
-            cur.execute(self.dialect.upsert("meta(key, value)", "VALUES (?, ?)", ("key",)), (key, value))
+            self._put_meta(cur, key, value)
 
     def claim(self, key: str, owner: str, seconds: float, dead: str = "") -> str | None:
         with self._write() as cur:

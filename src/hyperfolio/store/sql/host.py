@@ -71,6 +71,10 @@ class SqlHost:
         """documents.py"""
         raise NotImplementedError
 
+    def documents_version(self) -> str:
+        """documents.py"""
+        raise NotImplementedError
+
     def _keywords_changed(self) -> None:
         """keywords.py: after a commit that changed what keyword search may find."""
         raise NotImplementedError

@@ -47,8 +47,9 @@ READY_VERSIONS = (
 KEYWORD_ROWS = "SELECT chunk_id, doc_id, text, section_path FROM chunks WHERE doc_id = ? ORDER BY page, ord"
 
 
-def version_of(updated_at: object) -> str:
-    return repr(float(updated_at))  # type: ignore[arg-type]
+def version_of(updated_at: float) -> str:
+    """A document's version in the index: when its stage was last set (doc_status.updated_at)."""
+    return repr(float(updated_at))
 
 
 class KeywordTables(SqlHost):
@@ -83,14 +84,7 @@ class KeywordTables(SqlHost):
         hits = self._keyword_index().search(query, k if current else 2 * k, doc_ids)
         if current:
             return hits
-        return [(chunk, score) for chunk, score in hits if chunk_doc_page(chunk)[0] in ready or self._ready(chunk)][:k]
-
-    def _ready(self, chunk_id: str) -> bool:
-        rows = self._query(
-            "SELECT 1 FROM chunks c JOIN doc_status s ON s.doc_id = c.doc_id WHERE c.chunk_id = ? AND s.stage = ?",
-            (chunk_id, STAGE_READY),
-        )
-        return bool(rows)
+        return [(chunk, score) for chunk, score in hits if chunk_doc_page(chunk)[0] in ready][:k]
 
     def catch_up_keywords(self, wait: float | None = None, trust_epoch: bool = True) -> tuple[bool, set[str]]:
         """Bring the index to the database's ready documents: (whether it is up to date, the ready
@@ -98,7 +92,7 @@ class KeywordTables(SqlHost):
         even when the epoch says nothing changed (the integrity check: an edit by hand changes no epoch)."""
         wait = engine.WRITER_WAIT if wait is None else wait
         index = self._keyword_index()
-        epoch = self.get_meta(DOCUMENTS_EPOCH) or ""
+        epoch = self.documents_version()
         if trust_epoch and index.manifest().epoch == epoch:
             return True, set()
         versions = {doc: version_of(at) for doc, at in self._query(READY_VERSIONS, (STAGE_READY,))}
