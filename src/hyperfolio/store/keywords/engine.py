@@ -215,8 +215,10 @@ class KeywordIndex:
             if writer is None:
                 return False
             manifest = self.manifest()
+            touched = False
             try:
                 for doc_id, version, rows in changes:
+                    touched = True
                     writer.delete_documents_by_term("doc", doc_id)
                     manifest.docs.pop(doc_id, None)
                     if version is None:
@@ -228,15 +230,18 @@ class KeywordIndex:
                     manifest.serial += 1
                 manifest.epoch = epoch
                 manifest.changed()
-                writer.commit()
-                writer.wait_merging_threads()
+                if touched:  # else only the epoch moves on (a stage before ready, a title): no commit to pay for
+                    writer.commit()
+                    writer.wait_merging_threads()
             except BaseException:
                 writer.rollback()
                 self._seen = None  # the manifest in memory was changed: read it again
                 raise
             manifest.write(self.folder / MANIFEST)
+            del writer  # its lock goes with it (tantivy holds it until the writer is dropped)
             self._seen = self._stamp()
-            index.reload()
+            if touched:
+                index.reload()
             return True
 
     @staticmethod
