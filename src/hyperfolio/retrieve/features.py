@@ -213,7 +213,10 @@ def _entity_features(matrix: np.ndarray, row: dict[str, int], graph: dict, query
     if not entity_score:
         return
     scope = searchable_scope(query, ctx)
-    total = sum(ctx.store.count_chunks(d) for d in scope) if query.doc_ids else ctx.store.count_chunks()
+    if query.doc_ids:
+        total = sum(ctx.store.count_chunks(d) for d in scope)
+    else:  # every chunk: counted once per change of the documents, not per question (a million rows)
+        total = ctx.kept(("chunks",), ctx.store.count_chunks)
     chunks_of: dict[str, set[str]] = {}
     for entity, rows in graph["entity_prov"].items():
         chunks_of[entity] = {c for c, d, _ in rows if scope is None or d in scope}

@@ -85,8 +85,9 @@ class DocumentStore(Protocol):
     def set_stage(self, doc_id: str, stage: str) -> None: ...
 
     def documents_version(self) -> str:
-        """A token that changes whenever a document's stage, meta or title changes or one is removed: what is
-        derived from the documents (their cards, the ready set) is up to date while it is the same."""
+        """A token that changes whenever a document is written or removed or its stage, meta or title
+        changes: what is derived from the documents (their cards, the ready set, the chunk count) is up to
+        date while it is the same."""
         ...
 
     def update_document_meta(self, doc_id: str, changes: dict[str, Any]) -> None:

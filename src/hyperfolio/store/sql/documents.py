@@ -110,9 +110,9 @@ def row_chunk(d: Dialect, r: Sequence[Any]) -> Chunk:
     )
 
 
-# A new random token at every change of which documents are searchable or how they are described (stage,
-# removal, meta, title), written in the change's transaction: what is derived from them (the keyword
-# index, the cards a question is routed by) is up to date while it holds the same token.
+# A new random token at every change of the documents (one written, a stage set, one removed, its meta or
+# title changed), written in the change's transaction: what is derived from them (the keyword index, the
+# cards a question is routed by, the chunk count) is up to date while it holds the same token.
 DOCUMENTS_EPOCH = "documents_epoch"
 
 
@@ -120,7 +120,8 @@ class DocumentTables(SqlHost):
     """Meta, claims, documents, pages and chunks."""
 
     def documents_version(self) -> str:
-        """The collection's documents epoch (changes with every stage, removal, meta or title change)."""
+        """The collection's documents epoch (changes with every document written, stage set, removal, meta
+        or title change)."""
         return self.get_meta(DOCUMENTS_EPOCH) or ""
 
     def _documents_changed(self, cur: Writer) -> None:
@@ -200,6 +201,7 @@ class DocumentTables(SqlHost):
             cur.execute(
                 "INSERT INTO doc_status(doc_id, stage, updated_at) VALUES (?, ?, ?)", (doc.doc_id, STAGE_PARSED, now)
             )
+            self._documents_changed(cur)  # its chunks count among the collection's
 
     def set_stage(self, doc_id: str, stage: str) -> None:
         with self._write() as cur:

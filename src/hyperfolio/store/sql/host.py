@@ -75,6 +75,10 @@ class SqlHost:
         """documents.py"""
         raise NotImplementedError
 
+    def _documents_changed(self, cur: Writer) -> None:
+        """documents.py: within a transaction that changes the documents."""
+        raise NotImplementedError
+
     def _keywords_changed(self) -> None:
         """keywords.py: after a commit that changed what keyword search may find."""
         raise NotImplementedError

@@ -106,6 +106,9 @@ class RecordTables(SqlHost):
 
     def repair(self, findings: Sequence[Finding]) -> dict[str, int]:
         changed = repair_rows(self.checks, findings, self.transaction)
+        if any(changed.values()):  # rows of documents went: what is derived from them is read again
+            with self._write() as cur:
+                self._documents_changed(cur)
         stale = keyword_repairs(findings, changed)
         if stale is not None:
             changed.update(dict.fromkeys(stale, self._rebuild_keywords()))
