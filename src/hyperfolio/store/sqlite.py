@@ -1,8 +1,9 @@
 """Embedded store: one SQLite database per collection directory.
 
 WAL mode, one transaction per document step (so a crash loses at most the step in
-flight), vectors as float32 blobs with an in-memory matrix for brute-force search (a 100k x
-384 matrix product takes milliseconds). The tables' SQL and the keyword search are shared with
+flight), vectors as float32 blobs with an in-memory matrix per space: scored whole up to 100k rows (a
+100k x 384 matrix product takes milliseconds), above that through a cell index (`ann.py`) that picks the
+rows to score. The tables' SQL and the keyword search are shared with
 PostgreSQL (`store/sql/`); this module holds the connection, the schema and the vectors, and
 puts the keyword index beside the database.
 """
@@ -259,6 +260,10 @@ class SQLiteStore(SqlTables):
             if not parts:
                 return [[] for _ in queries]
             stored = np.concatenate(parts)
+        cells = None if doc_ids else vm.approximate()
+        if cells is not None:  # the rows near each query, scored exactly
+            near = cells.search(queries, k)
+            return [top_k(vm, rows, vm.matrix[rows] @ q, k) for q, rows in zip(queries, near, strict=True)]
         block = vm.matrix if not doc_ids else vm.matrix[stored]
         if len(queries) == 1:  # a matrix-vector product, as a single search always computed it
             return [top_k(vm, stored, block @ queries[0], k)]

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from hyperfolio.store.ann import APPROXIMATE_FROM, CellIndex
 from hyperfolio.store.base import STAGE_READY
 
 # Part of the store's schema: every deleted vector row leaves its space here.
@@ -47,6 +49,8 @@ class VectorMatrix:
     ready: frozenset[str] = frozenset()  # the documents ready when last read
     max_rowid: int = 0
     deletions_seen: int = 0
+    cells: CellIndex | None = None  # for whole-space searches of a large space (store/ann.py)
+    cells_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def matrix(self) -> np.ndarray:
@@ -80,6 +84,18 @@ class VectorMatrix:
             self.rows_by_doc[doc_id] = new if old is None else np.concatenate([old, new])
         self.row_of.clear()
         self.max_rowid = max(self.max_rowid, max(r[0] for r in rows))
+
+    def approximate(self) -> CellIndex | None:
+        """The space's cell index, made or extended to every row held; none for a space small enough
+        to score exactly."""
+        if len(self.ids) < APPROXIMATE_FROM:
+            return None
+        with self.cells_lock:  # one thread makes it; the others wait for it rather than make their own
+            if self.cells is None:
+                self.cells = CellIndex.build(self.matrix)
+            else:
+                self.cells.extend(self.matrix)
+            return self.cells
 
 
 def ready_documents(db: sqlite3.Connection) -> frozenset[str]:

@@ -1,0 +1,98 @@
+"""How close the SQLite store's cell index (store/ann.py) comes to exact vector search, space by space.
+
+For each vector space of a collection with at least `--min-rows` vectors: the seconds to make its cells,
+and over `--queries` probes the cell search's recall of the exact top 10 and top 50 (by score: a tie
+at the boundary counts as found), with both searches' p50/p95 ms. Probes are what `auto` sends: the
+chunk space gets questions under the chunk embedder, the graph spaces questions' words under the graph
+embedder. Questions are MMLongBench-Doc's when the data is present, else the synthetic generator's.
+
+    python benchmarks/vector_index.py bench-out/synthetic-1000000-minilm
+    python benchmarks/vector_index.py eval-out/dev/mm --min-rows 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from synthetic import Corpus
+
+from hyperfolio.collection import Collection
+from hyperfolio.config import Settings
+from hyperfolio.eval.datasets import DatasetMissing, load_mmlongbench
+from hyperfolio.eval.metrics import percentile
+from hyperfolio.retrieve.base import Query
+from hyperfolio.retrieve.rankings import graph_vectors, query_vector
+from hyperfolio.store.ann import PROBED_SHARE, CellIndex, candidates
+from hyperfolio.store.base import CHUNK_SPACE, CONCEPT_SPACE, ENTITY_SPACE, HYPEREDGE_SPACE, RELATION_SPACE
+
+
+def questions(n: int, dim: int) -> list[str]:
+    try:
+        return [q.question for q in load_mmlongbench().questions[:n]]
+    except DatasetMissing:
+        return Corpus.make(7, dim).questions(n)
+
+
+def recall(found: list[float], best: np.ndarray, k: int) -> float:
+    """Share of the exact top k whose score the found top k reaches (ties at the boundary count)."""
+    if not len(best):
+        return 1.0
+    kth = best[min(k, len(best)) - 1]
+    return min(1.0, sum(s >= kth - 1e-6 for s in found[:k]) / min(k, len(best)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("collection", type=Path)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--min-rows", type=int, default=100_000, help="spaces at least this large are measured")
+    parser.add_argument("--embedder", default=None, help="the collection's chunk embedder, if not its default")
+    args = parser.parse_args()
+    settings = Settings.load(None, embedder=args.embedder) if args.embedder else None
+    with Collection(args.collection, settings=settings) as col:
+        store = col.store
+        ctx = col.parts.retrieval_context(col._texts)
+        print("| space | rows | cells made s | recall@10 | recall@50 | exact p50 / p95 ms | cells p50 / p95 ms |")
+        print("|---|---|---|---|---|---|---|")
+        for space in (CHUNK_SPACE, ENTITY_SPACE, HYPEREDGE_SPACE, CONCEPT_SPACE, RELATION_SPACE):
+            vm = store._matrix(space)  # the store's own in-memory matrix (sqlite_vectors.py)
+            if len(vm.ids) < args.min_rows:
+                continue
+            matrix = vm.matrix
+            texts = questions(args.queries, matrix.shape[1])
+            if space == CHUNK_SPACE:
+                probes = np.vstack([query_vector(Query(t), ctx) for t in texts])
+            else:
+                words = [w for t in texts for w in t.split() if len(w) > 3][: args.queries]
+                probes = np.asarray(graph_vectors(words, ctx))
+            began = time.perf_counter()
+            cells = CellIndex.build(matrix)
+            made = time.perf_counter() - began
+            r10, r50, t_exact, t_cells = [], [], [], []
+            for probe in probes:
+                began = time.perf_counter()
+                scores = matrix @ probe
+                best = -np.sort(-scores)[:50]
+                t_exact.append((time.perf_counter() - began) * 1000)
+                began = time.perf_counter()
+                rows = cells.search(probe.reshape(1, -1), 50)[0]
+                found = sorted((matrix[rows] @ probe).tolist(), reverse=True)
+                t_cells.append((time.perf_counter() - began) * 1000)
+                r10.append(recall(found, best, 10))
+                r50.append(recall(found, best, 50))
+            print(
+                f"| {space} | {len(matrix):,} | {made:.1f} | {np.mean(r10):.3f} | {np.mean(r50):.3f} |"
+                f" {percentile(t_exact, 50):.1f} / {percentile(t_exact, 95):.1f} |"
+                f" {percentile(t_cells, 50):.1f} / {percentile(t_cells, 95):.1f} |",
+                flush=True,
+            )
+        print(f"\nper search: {PROBED_SHARE:.0%} of the cells scanned, {candidates(50)} rows scored for a top 50")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
