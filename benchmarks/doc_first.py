@@ -34,7 +34,7 @@ from hyperfolio.eval.datasets import EvalQuestion
 from hyperfolio.eval.runner import score_package
 from hyperfolio.model import DocumentInfo, EvidencePackage
 from hyperfolio.phrases import content_words
-from hyperfolio.retrieve.features import _stem
+from hyperfolio.retrieve.word_sets import fold_word as _stem
 
 K = (1, 5, 10)
 TOP_M = (1, 3, 5)

@@ -39,6 +39,8 @@ _LABEL = re.compile(r"\b(?:Table|Figure|Fig\.|Chart|Exhibit)\s+\d+[A-Za-z]?\b")
 _TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|-){2,}")  # words of three or more letters, in any script
 # The same words, found faster (whole runs of letters or hyphens; the short ones are dropped after).
 _RUN = re.compile(r"[^\W\d_](?:[^\W\d_]+|-+)*")
+_ASCII_RUN = re.compile(r"[a-z]+(?:-+[a-z]*)*")  # _RUN where every letter is one of a-z
+_WIDE_WORD_CHAR = re.compile(r"[^\W\x00-\x7f]")  # a letter or digit beyond ASCII
 # Sentence ends in a chunk's text (a chunk is already within one page and section): end punctuation
 # before a capital or digit, blank lines, and list bullets.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-•*]\s)")
@@ -155,13 +157,25 @@ def generic_name(name: str) -> bool:
 _NOT_CONTENT = STOPWORDS | _WEAK_CAPITALS
 
 
+def word_runs(text: str) -> list[str]:
+    """The text's lower-cased words, a word of two letters or less left out when that is known before
+    lowering; what `content_words` filters."""
+    if "\u0130" in text or "\u03a3" in text:  # "İ" lowers to two characters and "Σ" by what follows it:
+        return [w.lower() for w in _RUN.findall(text) if len(w) > 2]  # each word lowered on its own
+    low = text.lower()  # lowering first finds the same words, in one call
+    if low.isascii() or not _WIDE_WORD_CHAR.search(low):  # letters are a-z only: a pattern twice as fast
+        return _ASCII_RUN.findall(low)
+    return _RUN.findall(low)
+
+
+def is_content_word(word: str) -> bool:
+    """A lower-cased word longer than two letters that is not a stop word."""
+    return len(word) > 2 and word not in _NOT_CONTENT
+
+
 def content_words(text: str) -> list[str]:
     """Lower-cased content words (no stop words), for key phrases and theme keywords."""
-    if "\u0130" in text or "\u03a3" in text:  # "İ" lowers to two characters and "Σ" by what follows it:
-        words = [w.lower() for w in _RUN.findall(text) if len(w) > 2]  # each word lowered on its own
-    else:  # lowering first finds the same words, in one call
-        words = [w for w in _RUN.findall(text.lower()) if len(w) > 2]
-    return [w for w in words if w not in _NOT_CONTENT]
+    return [w for w in word_runs(text) if len(w) > 2 and w not in _NOT_CONTENT]
 
 
 def key_phrases(text: str, max_len: int = 3) -> list[str]:

@@ -735,12 +735,37 @@ def test_layers(store):
     assert store.concept_edges_for(["has_capacity"]) == [(region, "has_capacity", capacity, 2)]
     assert store.concept_edges_for(["has_capacity"], doc_ids=["north"]) == [(region, "has_capacity", capacity, 1)]
     assert store.concept_edges_for([]) == []
+    assert store.concept_edges_for(["has_capacity"], touching=[capacity]) == [(region, "has_capacity", capacity, 2)]
+    assert store.concept_edges_for(["has_capacity"], touching=[region, equipment]) == [
+        (region, "has_capacity", capacity, 2)
+    ]
+    assert store.concept_edges_for(["has_capacity", "operates_in"], touching=[equipment]) == [
+        e for e in store.concept_edges_for(["has_capacity", "operates_in"]) if equipment in (e[0], e[2])
+    ]
     pairs = store.concept_chunk_pairs([capacity])
     assert pairs == [(capacity, "baltic:1:0"), (capacity, "north:1:1")]
     assert store.concept_chunk_pairs([capacity], doc_ids=["north"]) == [(capacity, "north:1:1")]
+    for levels in ({capacity: 0}, {region: 0, capacity: 1, equipment: 1}, {equipment: 0, region: 0, capacity: 0}):
+        for limit in (1, 2, 10):
+            assert store.concept_top_chunks(levels, limit) == first_met(store, levels, limit, {"north", "baltic"})
+    store.set_stage("baltic", STAGE_PARSED)  # no longer ready: its chunks drop out
+    levels = {region: 1, capacity: 0}
+    assert store.concept_top_chunks(levels, 10) == first_met(store, levels, 10, {"north"}) != []
+    store.set_stage("baltic", STAGE_READY)
+    assert store.concept_top_chunks({}, 5) == [] and store.concept_top_chunks({region: 0}, 0) == []
     layer = store.layer_stats()
     assert (layer["facts"], layer["concepts"], layer["concept_edges"]) == (3, 4, 2)
     assert layer["conflict_decisions"] == {"dropped": 1, "kept": 1, "merged": 1, "revised": 1}
+
+
+def first_met(store: Any, levels: dict[str, int], limit: int, ready: set[str]) -> list[tuple[str, int]]:
+    """What a walk over the (concept, chunk) index in id order gives: each ready chunk at its best level,
+    ties in the order first met (`concept_reach` over the whole collection)."""
+    best: dict[str, int] = {}
+    for concept, chunk_id in store.concept_chunk_pairs(list(levels)):
+        if chunk_id.split(":")[0] in ready and levels[concept] < best.get(chunk_id, len(levels) + 1):
+            best[chunk_id] = levels[concept]
+    return sorted(best.items(), key=lambda kv: kv[1])[:limit]
 
 
 def test_stage_times_and_stats(store):

@@ -34,10 +34,14 @@ def rank_pages(ranking: list[tuple[str, float]], page_of: dict[str, tuple[str, i
 
 def score_candidates(candidates: Candidates, rankers: Rankers, ctx: RetrievalContext) -> np.ndarray:
     """Each candidate scored by the ranker of its document's layout."""
+    docs = {c.doc_id for c in candidates.chunks}
+    kinds = {d.doc_id: d.kind for d in ctx.ready_documents() if d.doc_id in docs} if len(docs) > 1 else {}
     layouts: dict[str, str] = {}
-    for doc_id in {c.doc_id for c in candidates.chunks}:
-        info = ctx.store.get_document(doc_id)
-        layouts[doc_id] = layout_of(info.kind if info else "")
+    for doc_id in docs:  # the kinds of ready documents are at hand; any other is read
+        if doc_id not in kinds:
+            info = ctx.store.get_document(doc_id)
+            kinds[doc_id] = info.kind if info else ""
+        layouts[doc_id] = layout_of(kinds[doc_id])
     scores = np.zeros(len(candidates.chunks))
     for layout in set(layouts.values()):
         rows = [i for i, c in enumerate(candidates.chunks) if layouts[c.doc_id] == layout]

@@ -37,8 +37,9 @@ class ConceptReach:
         }
 
 
-def concept_reach(query: Query, ctx: RetrievalContext) -> ConceptReach:
-    """Anchors (top-k_c at least theta), relations (top-k_r touching an anchor) and their chunks."""
+def concept_reach(query: Query, ctx: RetrievalContext, chunks: bool = True) -> ConceptReach:
+    """Anchors (top-k_c at least theta), relations (top-k_r touching an anchor) and - unless `chunks` is
+    false - every chunk evidencing a reached concept (`top_chunks` ranks only the best few, in the store)."""
     o = ctx.concept
     docs = list(query.doc_ids) if query.doc_ids else None
     vector = graph_vectors([query.text], ctx)[0]
@@ -48,13 +49,14 @@ def concept_reach(query: Query, ctx: RetrievalContext) -> ConceptReach:
     relations = best_items(ctx.store.vector_search(RELATION_SPACE, vector, o.relations * fan, docs), o.relations)
     reach.reached = dict(reach.anchors)
     if reach.anchors and relations:
-        for head, relation, tail, support in ctx.store.concept_edges_for(list(relations), docs):
+        touching = ctx.store.concept_edges_for(list(relations), docs, touching=list(reach.anchors))
+        for head, relation, tail, support in touching:
             if head in reach.anchors or tail in reach.anchors:
                 reach.edges.append((head, relation, tail, support))
                 through = relations[relation] * max(reach.anchors.get(head, 0.0), reach.anchors.get(tail, 0.0))
                 for concept in (head, tail):
                     reach.reached[concept] = max(reach.reached.get(concept, 0.0), through)
-    if reach.reached:
+    if reach.reached and chunks:
         scope = searchable_scope(query, ctx)
         for concept, chunk in ctx.store.concept_chunk_pairs(list(reach.reached), docs):
             if chunk.rsplit(":", 2)[0] not in scope:  # chunk ids are "<doc_id>:<page>:<order>"
@@ -63,3 +65,13 @@ def concept_reach(query: Query, ctx: RetrievalContext) -> ConceptReach:
             if score > reach.chunk_anchor.get(chunk, -1.0):
                 reach.chunk_anchor[chunk] = score
     return reach
+
+
+def top_chunks(reach: ConceptReach, ctx: RetrievalContext, limit: int) -> list[tuple[str, float]]:
+    """The whole collection's `limit` best chunks for the reached concepts, in the order `concept_reach`'s
+    `chunk_anchor` ranks them (best score, then first met), ranked by the store: a general concept can be
+    evidenced by tens of thousands of chunks at a million, and this reads none of them into Python."""
+    scores = sorted(set(reach.reached.values()), reverse=True)
+    level = {score: i for i, score in enumerate(scores)}
+    rows = ctx.store.concept_top_chunks({c: level[s] for c, s in reach.reached.items()}, limit)
+    return [(chunk, scores[best]) for chunk, best in rows]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -32,13 +31,14 @@ _LOG_DEPTH = math.log1p(100)  # the fused flat ranking holds at most twice a sou
 def document_features(
     matrix: np.ndarray,
     chunks: list[Chunk],
-    page_words: Mapping[PageKey, AbstractSet[str]],
+    page_words: Mapping[PageKey, str],
     idf: Mapping[str, float],
     query: Query,
     ctx: RetrievalContext,
 ) -> None:
     """Fill the `document` columns and `page_pos`; `base` must be filled already (see `_page_features`),
-    `page_words` hold each candidate page's words and `idf` the question's words' weights over them."""
+    `page_words` hold each candidate page's words (packed, `word_sets.py`) and `idf` the question's words'
+    weights over them."""
     col = FEATURE_INDEX
     base = matrix[:, col["base"]]
     rows_of: dict[str, list[int]] = defaultdict(list)
@@ -52,11 +52,11 @@ def document_features(
     cards = card_matches(query, ctx)
     card_text = card_text_scores(query, ctx)
     for doc_id, rows in rows_of.items():
-        held = set().union(*(page_words.get((chunks[i].doc_id, chunks[i].page), frozenset()) for i in rows))
+        held = "".join({page_words.get((chunks[i].doc_id, chunks[i].page), " ") for i in rows})
         matrix[rows, col["doc_best"]] = best[doc_id]
         matrix[rows, col["doc_rr"]] = 1.0 / rank[doc_id]
         matrix[rows, col["doc_share"]] = float(base[rows].sum()) / total_base
-        matrix[rows, col["doc_idf_cover"]] = sum(w for word, w in idf.items() if word in held) / total_idf
+        matrix[rows, col["doc_idf_cover"]] = sum(w for word, w in idf.items() if f" {word} " in held) / total_idf
         matrix[rows, col["doc_pages"]] = math.log1p(pages[doc_id]) / 7.0
         matrix[rows, col["card_text"]] = card_text.get(doc_id, 0.0)
         card = cards.get(doc_id)

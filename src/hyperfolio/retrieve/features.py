@@ -17,16 +17,14 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
 from hyperfolio.model import Chunk
-from hyperfolio.phrases import content_words, generic_name
+from hyperfolio.phrases import generic_name
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.concept_paths import concept_reach
+from hyperfolio.retrieve.concept_paths import concept_reach, top_chunks
 from hyperfolio.retrieve.doc_features import document_features, flat_prior
 from hyperfolio.retrieve.feature_table import FEATURE_INDEX, FEATURES, SOURCE_GROUP, SOURCES
 from hyperfolio.retrieve.graph_paths import (
@@ -42,6 +40,7 @@ from hyperfolio.retrieve.graph_paths import (
     theme_keyword_edges,
 )
 from hyperfolio.retrieve.rankings import Ranking, bm25_ranking, dense_ranking, query_vector, reciprocal_rank_fusion
+from hyperfolio.retrieve.word_sets import Asked, PageKey, chunk_words, page_words
 from hyperfolio.store.base import CHUNK_SPACE
 
 DEPTH = 50  # candidates read from each source
@@ -112,8 +111,12 @@ def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], d
         out["themekw"] = ranked(edge_chunk_ranking(themed, ctx, scope))[:DEPTH]
 
     with ctx.times.stage("source:concept"):
-        reach = concept_reach(query, ctx)
-        out["concept"] = ranked(reach.chunk_anchor)[:DEPTH]
+        if docs:  # a few documents' chunks: every one scored here
+            reach = concept_reach(query, ctx)
+            out["concept"] = ranked(reach.chunk_anchor)[:DEPTH]
+        else:
+            reach = concept_reach(query, ctx, chunks=False)
+            out["concept"] = top_chunks(reach, ctx, DEPTH)
 
     with ctx.times.stage("source:theme"):
         themes = matched_themes(query, ctx, keywords.high, ctx.topdown.themes)
@@ -133,31 +136,6 @@ def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], d
         "concept": reach,
     }
     return out, graph
-
-
-def _words(text: str) -> set[str]:
-    return {_stem(w) for w in content_words(text)}
-
-
-def _word_list(text: str) -> list[str]:
-    return [_stem(w) for w in content_words(text)]
-
-
-@lru_cache(maxsize=262_144)
-def _stem(word: str) -> str:
-    """A light plural/verb fold so 'revenues' meets 'revenue' (no stemmer dependency for this)."""
-    for suffix in ("ies", "es", "s", "ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
-
-
-def _share(wanted: AbstractSet[str], text_words: AbstractSet[str]) -> float:
-    return len(wanted & text_words) / len(wanted) if wanted else 0.0
-
-
-def _bigrams(words: list[str]) -> frozenset[tuple[str, str]]:
-    return frozenset(zip(words, words[1:], strict=False))
 
 
 def candidate_features(query: Query, ctx: RetrievalContext, exclude: Iterable[str] = ()) -> Candidates:
@@ -194,8 +172,7 @@ def candidate_features(query: Query, ctx: RetrievalContext, exclude: Iterable[st
 
     if "graph" not in excluded:
         _entity_features(matrix, row, graph, query, ctx)
-    listed = _word_list(query.text)
-    asked = TextWords(frozenset(listed), _bigrams(listed), len(listed))  # the question's, once
+    asked = Asked.of(query.text)  # the question's words, once
     _layout_features(matrix, chunks, query.text, asked, ctx)
     fused, _ = reciprocal_rank_fusion(used, ctx.rrf_k)
     _page_features(matrix, chunks, row, dict(fused))
@@ -244,59 +221,10 @@ def _entity_features(matrix: np.ndarray, row: dict[str, int], graph: dict, query
         matrix[i, col["keyword_cover"]] = len(found & set(keywords)) / max(1, len(keywords))
 
 
-@dataclass(frozen=True)
-class TextWords:
-    """The words and word pairs of one chunk's text."""
-
-    words: frozenset[str]
-    pairs: frozenset[tuple[str, str]]
-    length: int
-
-
-def text_words(ctx: RetrievalContext, chunk_id: str, text: str) -> TextWords:
-    """A chunk's words, computed once per chunk id (see `TextCache`)."""
-    found = ctx.texts.get(("text", chunk_id))
-    if found is None:
-        listed = _word_list(text)
-        found = ctx.texts.put(("text", chunk_id), TextWords(frozenset(listed), _bigrams(listed), len(listed)))
-    return found
-
-
-@dataclass(frozen=True)
-class ChunkWords:
-    """A chunk's words as the features compare them, computed once per chunk (see `TextCache`)."""
-
-    words: frozenset[str]
-    pairs: frozenset[tuple[str, str]]
-    length: int
-    section: frozenset[str]
-    caption: frozenset[str]
-    header: frozenset[str]  # table header cells
-    row_keys: frozenset[str]  # first cell of each table row
-
-    @classmethod
-    def of(cls, chunk: Chunk, text: TextWords) -> ChunkWords:
-        header: set[str] = set()
-        keys: set[str] = set()
-        if chunk.table:
-            header = _words(" ".join(" ".join(r) for r in chunk.table[: max(1, chunk.table_header_rows)]))
-            keys = _words(" ".join(r[0] for r in chunk.table if r))
-        return cls(
-            text.words,
-            text.pairs,
-            text.length,
-            frozenset(_words(" ".join(chunk.section_path))),
-            frozenset(_words(chunk.caption or "")),
-            frozenset(header),
-            frozenset(keys),
-        )
-
-
 def _layout_features(
-    matrix: np.ndarray, chunks: list[Chunk], question: str, asked: TextWords, ctx: RetrievalContext
+    matrix: np.ndarray, chunks: list[Chunk], question: str, asked: Asked, ctx: RetrievalContext
 ) -> None:
     col = FEATURE_INDEX
-    wanted, pairs = asked.words, asked.pairs
     cue_table = bool(_TABLE_CUES.search(question))
     cue_figure = bool(_FIGURE_CUES.search(question))
     cue_layout = bool(_LAYOUT_CUES.search(question))
@@ -306,17 +234,13 @@ def _layout_features(
     for chunk in chunks:
         page_has[(chunk.doc_id, chunk.page)].add(chunk.modality)
     for i, chunk in enumerate(chunks):
-        words = ctx.texts.get(("chunk", chunk.chunk_id))
-        if words is None:
-            words = ctx.texts.put(
-                ("chunk", chunk.chunk_id), ChunkWords.of(chunk, text_words(ctx, chunk.chunk_id, chunk.text))
-            )
-        matrix[i, col["lex_cover"]] = _share(wanted, words.words)
-        matrix[i, col["lex_bigram"]] = len(pairs & words.pairs) / len(pairs) if pairs else 0.0
-        matrix[i, col["section_match"]] = _share(wanted, words.section)
-        matrix[i, col["caption_match"]] = _share(wanted, words.caption)
-        matrix[i, col["header_match"]] = _share(wanted, words.header)
-        matrix[i, col["rowkey_match"]] = _share(wanted, words.row_keys)
+        words = chunk_words(ctx, chunk)
+        matrix[i, col["lex_cover"]] = asked.share(words.text.words)
+        matrix[i, col["lex_bigram"]] = asked.pair_share(words.text.pairs)
+        matrix[i, col["section_match"]] = asked.share(words.section)
+        matrix[i, col["caption_match"]] = asked.share(words.caption)
+        matrix[i, col["header_match"]] = asked.share(words.header)
+        matrix[i, col["rowkey_match"]] = asked.share(words.row_keys)
         group = chunk.modality if chunk.modality in ("table", "image") else "text"
         matrix[i, col[f"mod_{group}"]] = 1.0
         matrix[i, col["table_x_cue"]] = float(group == "table" and cue_table)
@@ -328,7 +252,7 @@ def _layout_features(
         on_page = page_has[(chunk.doc_id, chunk.page)]
         matrix[i, col["page_table_x_cue"]] = float(cue_table and "table" in on_page)
         matrix[i, col["page_image_x_cue"]] = float(cue_figure and "image" in on_page)
-        matrix[i, col["length"]] = math.log1p(words.length) / 6.0
+        matrix[i, col["length"]] = math.log1p(words.text.length) / 6.0
         matrix[i, col["placeholder"]] = float(chunk.placeholder)
         matrix[i, col["first_chunk"]] = float(chunk.order == 0)
 
@@ -337,42 +261,30 @@ _PAGE_NAMED = re.compile(r"\b(?:page|slide|p\.)\s*(\d{1,4})\b", re.IGNORECASE)
 
 
 def _page_text_features(
-    matrix: np.ndarray, chunks: list[Chunk], question: str, asked: TextWords, ctx: RetrievalContext
-) -> tuple[dict[tuple[str, int], frozenset[str]], dict[str, float]]:
+    matrix: np.ndarray, chunks: list[Chunk], question: str, asked: Asked, ctx: RetrievalContext
+) -> tuple[dict[PageKey, str], dict[str, float]]:
     """What the whole page says, not only its candidate chunks: question words (IDF-weighted over the
     candidate pages, so words on every page count little) and word pairs found anywhere on it, and
-    whether the question names the page by number ("on page 5", "slide 3"). Returns each page's words
-    and the question words' weights, which the document features read again."""
+    whether the question names the page by number ("on page 5", "slide 3"). Returns each page's packed
+    words and the question words' weights, which the document features read again."""
     col = FEATURE_INDEX
     keys = list(dict.fromkeys((c.doc_id, c.page) for c in chunks))
-    cached = {key: ctx.texts.get(("page", key)) for key in keys}
-    missing = [key for key, words in cached.items() if words is None]
-    if missing:  # a page's words: its chunks' words, each chunk read once whatever asks for it
-        on_pages = ctx.store.page_chunk_texts(missing)
-        for key in missing:
-            parts = [text_words(ctx, chunk_id, text) for chunk_id, text in on_pages.get(key, [])]
-            words = frozenset().union(*(p.words for p in parts))
-            pairs = frozenset().union(*(p.pairs for p in parts))
-            cached[key] = ctx.texts.put(("page", key), (words, pairs))
-    # every page's (words, word pairs), now that the missing ones are filled in
-    page_words: dict[tuple[str, int], tuple[frozenset[str], frozenset[tuple[str, str]]]] = {
-        key: found for key, found in cached.items() if found is not None
-    }
-    wanted, pairs = asked.words, asked.pairs
-    page_sets = {key: words[0] for key, words in page_words.items()}
-    df = {w: sum(w in words for words in page_sets.values()) for w in wanted}
-    idf = {w: math.log((len(keys) + 1) / (df[w] + 0.5)) for w in wanted}
+    pages = page_words(ctx, keys)
+    packed = {key: found.words for key, found in pages.items()}
+    probes = zip(asked.words, asked.probes, strict=True)
+    df = {w: sum(probe in words for words in packed.values()) for w, probe in probes}
+    idf = {w: math.log((len(keys) + 1) / (df[w] + 0.5)) for w in asked.words}
     total = sum(idf.values()) or 1.0
     named = {int(n) for n in _PAGE_NAMED.findall(question)}
     for i, chunk in enumerate(chunks):
         key = (chunk.doc_id, chunk.page)
-        words = page_sets.get(key, frozenset())
-        matrix[i, col["page_cover"]] = _share(wanted, words)
-        matrix[i, col["page_idf_cover"]] = sum(idf[w] for w in wanted & words) / total
-        matrix[i, col["page_bigram"]] = len(pairs & page_words[key][1]) / len(pairs) if pairs else 0.0
+        words = packed.get(key, " ")
+        matrix[i, col["page_cover"]] = asked.share(words)
+        matrix[i, col["page_idf_cover"]] = sum(idf[w] for w in asked.held(words)) / total
+        matrix[i, col["page_bigram"]] = asked.pair_share(pages[key].pairs) if key in pages else 0.0
         label = str(chunk.meta.get("page_label", ""))
         matrix[i, col["page_named"]] = float(chunk.page in named or (label.isdigit() and int(label) in named))
-    return page_sets, idf
+    return packed, idf
 
 
 def _page_features(matrix: np.ndarray, chunks: list[Chunk], row: dict[str, int], fused: dict[str, float]) -> None:

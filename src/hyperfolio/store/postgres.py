@@ -187,6 +187,9 @@ class PostgresDialect(Dialect):
         kind = "?::int[]" if values and isinstance(values[0], int) else "?[]"
         return f"= ANY({kind})", [list(values)]
 
+    def levels(self) -> str:
+        return "SELECT key, value::int AS level FROM jsonb_each_text(?::jsonb)"
+
     def contains(self, column: str) -> str:
         # SQLite's LIKE ignores ASCII case and has no escape character; ILIKE with ESCAPE '' does the same here.
         return f"{column} ILIKE ? ESCAPE ''"

@@ -51,6 +51,10 @@ class Dialect:
         for start in range(0, len(unique), step):
             yield unique[start : start + step]
 
+    def levels(self) -> str:
+        """A table (key, level) read from one parameter: a JSON object of text keys and integer levels."""
+        return "SELECT key, value AS level FROM json_each(?)"
+
     def contains(self, column: str) -> str:
         """`column` contains the parameter's text, ASCII case ignored, no escape character (SQLite's LIKE)."""
         return f"{column} LIKE ?"

@@ -10,13 +10,14 @@ change touches. `conflict_log` records every reconciliation decision.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hyperfolio.model import Decision, FactRow
 from hyperfolio.phrases import normalize_name
-from hyperfolio.store.base import RECONCILE_COUNTS
+from hyperfolio.store.base import RECONCILE_COUNTS, STAGE_READY
 from hyperfolio.store.sql.host import SqlHost, Writer
 
 LAYER_TABLES = (
@@ -276,10 +277,17 @@ class LayerTables(SqlHost):
         return [r[0] for r in rows]
 
     def concept_edges_for(
-        self, relations: Sequence[str], doc_ids: Sequence[str] | None = None
+        self, relations: Sequence[str], doc_ids: Sequence[str] | None = None, touching: Sequence[str] | None = None
     ) -> list[tuple[str, str, str, int]]:
-        """(head concept, relation, tail concept, support) for these relations, within the documents."""
+        """(head concept, relation, tail concept, support) for these relations, within the documents, and -
+        given `touching` - only the edges with one of those concepts at an end (found by their ends: a
+        general relation joins thousands of concepts)."""
         scope, extra = self._within(doc_ids)
+        if touching is not None:
+            heads, at_head = self.dialect.among(list(touching))
+            tails, at_tail = self.dialect.among(list(touching))
+            scope += f"(head_id {heads} OR tail_id {tails}) AND "
+            extra = [*extra, *at_head, *at_tail]
         rows = self._in_query(
             f"SELECT head_id, relation, tail_id, SUM(support) FROM concept_edges WHERE {scope}relation {{ids}}"
             " GROUP BY head_id, relation, tail_id" + self.dialect.stated(" ORDER BY 1, 2, 3"),
@@ -300,6 +308,25 @@ class LayerTables(SqlHost):
             concept_ids,
             extra,
         )
+
+    def concept_top_chunks(self, levels: Mapping[str, int], limit: int) -> list[tuple[str, int]]:
+        """The first `limit` chunks of ready documents that evidence these concepts, each with the best
+        (lowest) level among its concepts: by that level, then its first concept's id, then its own id - the
+        order of a walk over the (concept, chunk) index in id order that keeps each chunk's first place."""
+        if not levels or limit < 1:
+            return []
+        # Every document ready (the usual case): no row needs its document's stage looked up.
+        ready, params = "", [json.dumps(dict(levels))]
+        if self._query("SELECT 1 FROM doc_status WHERE stage <> ? LIMIT 1", [STAGE_READY]):
+            ready, params = " JOIN doc_status s ON s.doc_id = e.doc_id AND s.stage = ?", [*params, STAGE_READY]
+        rows = self._query(
+            f"WITH levels AS ({self.dialect.levels()})"
+            " SELECT e.chunk_id, MIN(l.level) FROM levels l"
+            f" {self.dialect.forced_join} concept_evidence e ON e.concept_id = l.key{ready}"
+            " GROUP BY e.chunk_id ORDER BY MIN(l.level), MIN(e.concept_id), e.chunk_id LIMIT ?",
+            [*params, limit],
+        )
+        return [(chunk, int(level)) for chunk, level in rows]
 
     def _within(self, doc_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
         """A condition (with its parameters) keeping the rows of these documents; all rows for None."""
