@@ -51,6 +51,11 @@ class Dialect:
         for start in range(0, len(unique), step):
             yield unique[start : start + step]
 
+    def page_table(self) -> str | None:
+        """A table (doc_id, page) read from one parameter, a JSON array of [doc_id, page] pairs, where one
+        statement for many pages beats one per document; none in process (SQLite), where it does not."""
+        return None
+
     def levels(self) -> str:
         """A table (key, level) read from one parameter: a JSON object of text keys and integer levels."""
         return "SELECT key, value AS level FROM json_each(?)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -312,10 +313,20 @@ class DocumentTables(SqlHost):
 
     def page_chunk_texts(self, pages: Sequence[tuple[str, int]]) -> dict[tuple[str, int], list[tuple[str, str]]]:
         """The (chunk_id, text) of every chunk on each (doc_id, page), in reading order."""
+        out: dict[tuple[str, int], list[tuple[str, str]]] = {}
+        table = self.dialect.page_table()
+        if table is not None and pages:
+            for doc, page, chunk_id, text in self._query(
+                f"SELECT c.doc_id, c.page, c.chunk_id, c.text FROM ({table}) p"
+                " JOIN chunks c ON c.doc_id = p.doc_id AND c.page = p.page ORDER BY c.doc_id, c.page, c.ord",
+                [json.dumps(sorted(set(pages)))],
+            ):
+                out.setdefault((doc, int(page)), []).append((chunk_id, text))
+            first = {doc: i for i, doc in enumerate(dict.fromkeys(doc for doc, _ in pages))}
+            return dict(sorted(out.items(), key=lambda kv: (first[kv[0][0]], kv[0][1])))  # as below, by document
         by_doc: dict[str, set[int]] = {}
         for doc, page in pages:
             by_doc.setdefault(doc, set()).add(page)
-        out: dict[tuple[str, int], list[tuple[str, str]]] = {}
         for doc, numbers in by_doc.items():
             rows = self._in_query(
                 "SELECT page, chunk_id, text FROM chunks WHERE doc_id = ? AND page {ids} ORDER BY page, ord",
