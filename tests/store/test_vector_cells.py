@@ -87,6 +87,11 @@ def test_the_cells_follow_the_matrix_and_a_small_space_stays_exact(tmp_path, sma
         assert store._matrices[CHUNK_SPACE].cells is cells and cells.indexed == 1203  # extended, not remade
         assert [f for f, _ in found] == ["c:1:0", "c:1:1", "c:1:2"]  # equal scores in storage order
         assert [s for _, s in found] == pytest.approx([1.0] * 3)
+        add(store, "d", clustered(1300, 8))  # the space doubled since its cells were placed: placed again
+        assert [f for f, _ in store.vector_search(CHUNK_SPACE, probe, 3)] == ["c:1:0", "c:1:1", "c:1:2"]
+        assert store._matrices[CHUNK_SPACE].cells is not cells
+        cells = store._matrices[CHUNK_SPACE].cells
+        assert cells is not None and cells.placed_for == cells.indexed == 2503
         store.remove_document("c")  # a deletion: the matrix is loaded again, and its cells made again
         found = store.vector_search(CHUNK_SPACE, probe, 3)
         assert not any(f.startswith("c:") for f, _ in found)

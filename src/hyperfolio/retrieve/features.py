@@ -236,7 +236,7 @@ def _layout_features(
     for i, chunk in enumerate(chunks):
         words = chunk_words(ctx, chunk)
         matrix[i, col["lex_cover"]] = asked.share(words.text.words)
-        matrix[i, col["lex_bigram"]] = asked.pair_share(words.text.pairs)
+        matrix[i, col["lex_bigram"]] = asked.pair_share(words.text.words)
         matrix[i, col["section_match"]] = asked.share(words.section)
         matrix[i, col["caption_match"]] = asked.share(words.caption)
         matrix[i, col["header_match"]] = asked.share(words.header)
@@ -281,7 +281,7 @@ def _page_text_features(
         words = packed.get(key, " ")
         matrix[i, col["page_cover"]] = asked.share(words)
         matrix[i, col["page_idf_cover"]] = sum(idf[w] for w in asked.held(words)) / total
-        matrix[i, col["page_bigram"]] = asked.pair_share(pages[key].pairs) if key in pages else 0.0
+        matrix[i, col["page_bigram"]] = asked.pair_share(pages[key].words) if key in pages else 0.0
         label = str(chunk.meta.get("page_label", ""))
         matrix[i, col["page_named"]] = float(chunk.page in named or (label.isdigit() and int(label) in named))
     return packed, idf

@@ -1,9 +1,9 @@
-"""Chunk and page words as `auto`'s features compare them, each set packed into one string.
+"""Chunk and page words as `auto`'s features compare them, each text's words kept as one string.
 
-A set of words is kept as " w1 w2 ... " and a set of adjacent word pairs as "|first second|...|"; a
-lookup is a substring test for " w " or "|first second|". Words are runs of letters and hyphens, so none
-holds a separator and every lookup is exact. A page's sets are its chunks' strings joined, which costs
-nothing (a repeated word does no harm).
+A text's content words are kept in order as " w1 w2 w3 ... "; a word is looked up as the substring " w "
+and an adjacent pair as " a b ". Words are runs of letters and hyphens, so none holds a space and every
+lookup is exact. A page's string is its chunks' strings joined: the double space where two meet keeps a
+pair from spanning two chunks, and a repeated word does no harm.
 
 Strings in named tuples, not sets in dataclasses: the words of chunks and pages are kept across
 questions (`TextCache`), and at a million chunks a few dozen questions left ~90,000 sets there. The
@@ -44,17 +44,13 @@ def word_list(text: str) -> list[str]:
     return [folded for w in word_runs(text) if (folded := _content_fold(w))]
 
 
-def pack_words(words: Iterable[str]) -> str:
-    return " " + " ".join(set(words)) + " "
-
-
-def pack_pairs(words: list[str]) -> str:
-    return "|" + "|".join(map(" ".join, zip(words, words[1:], strict=False))) + "|"  # repeats do no harm
+def pack(words: Iterable[str]) -> str:
+    return " " + " ".join(words) + " "
 
 
 @dataclass(frozen=True)
 class Asked:
-    """The question's words and word pairs, with the probes that find each in a packed string."""
+    """The question's words and adjacent word pairs, with the probes that find each in a packed string."""
 
     words: frozenset[str]
     probes: tuple[str, ...]  # " w " per word
@@ -65,15 +61,15 @@ class Asked:
         listed = word_list(text)
         words = frozenset(listed)
         pairs = frozenset(map(" ".join, zip(listed, listed[1:], strict=False)))
-        return cls(words, tuple(f" {w} " for w in words), tuple(f"|{p}|" for p in pairs))
+        return cls(words, tuple(f" {w} " for w in words), tuple(f" {p} " for p in pairs))
 
     def share(self, packed: str) -> float:
         """The share of the question's words the packed words hold."""
         return sum(p in packed for p in self.probes) / len(self.probes) if self.probes else 0.0
 
-    def pair_share(self, packed_pairs: str) -> float:
-        """The share of the question's word pairs the packed pairs hold."""
-        found = sum(p in packed_pairs for p in self.pair_probes)
+    def pair_share(self, packed: str) -> float:
+        """The share of the question's word pairs the packed words hold, next to each other."""
+        found = sum(p in packed for p in self.pair_probes)
         return found / len(self.pair_probes) if self.pair_probes else 0.0
 
     def held(self, packed: str) -> list[str]:
@@ -82,10 +78,9 @@ class Asked:
 
 
 class TextWords(NamedTuple):
-    """The words and word pairs of one chunk's text, packed."""
+    """The words of one chunk's text (or a page's), packed in order."""
 
     words: str
-    pairs: str
     length: int  # content words, repeats counted
 
 
@@ -94,7 +89,7 @@ def text_words(ctx: RetrievalContext, chunk_id: str, text: str) -> TextWords:
     found = ctx.texts.get(("text", chunk_id))
     if found is None:
         listed = word_list(text)
-        found = ctx.texts.put(("text", chunk_id), TextWords(pack_words(listed), pack_pairs(listed), len(listed)))
+        found = ctx.texts.put(("text", chunk_id), TextWords(pack(listed), len(listed)))
     return found
 
 
@@ -115,10 +110,10 @@ class ChunkWords(NamedTuple):
             keys = " ".join(r[0] for r in chunk.table if r)
         return cls(
             text,
-            pack_words(word_list(" ".join(chunk.section_path))),
-            pack_words(word_list(chunk.caption or "")),
-            pack_words(word_list(header)),
-            pack_words(word_list(keys)),
+            pack(word_list(" ".join(chunk.section_path))),
+            pack(word_list(chunk.caption or "")),
+            pack(word_list(header)),
+            pack(word_list(keys)),
         )
 
 
@@ -141,6 +136,6 @@ def page_words(ctx: RetrievalContext, keys: list[PageKey]) -> dict[PageKey, Text
         on_pages = ctx.store.page_chunk_texts(missing)
         for key in missing:
             parts = [text_words(ctx, chunk_id, text) for chunk_id, text in on_pages.get(key, [])]
-            joined = TextWords("".join(p.words for p in parts), "".join(p.pairs for p in parts), 0)
+            joined = TextWords("".join(p.words for p in parts), 0)
             found[key] = ctx.texts.put(("page", key), joined)
     return {key: words for key, words in found.items() if words is not None}

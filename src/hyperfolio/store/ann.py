@@ -8,8 +8,9 @@ float32 matrix, so returned scores and tie order are exact and only membership o
 approximate (`benchmarks/vector_index.py` measures how often, per space).
 
 The index is derived: made from the matrix on the first whole-space search (seconds at a million
-rows), extended when the matrix is appended to, and dropped with the matrix when that is loaded again.
-Nothing is written to disk, so it can never disagree with the database.
+rows), extended when the matrix is appended to, made again when the space has doubled since (its cells
+were placed for the rows then), and dropped with the matrix when that is loaded again. Nothing is written
+to disk, so it can never disagree with the database.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import numpy as np
 APPROXIMATE_FROM = 100_000  # rows; a smaller space (every dev collection) is scored exactly
 ROWS_PER_CELL = 1_000  # cells = rows / this (about sqrt(rows) at a million), at least MIN_CELLS
 MIN_CELLS = 64
-# The share of cells scanned per question. Recall of the exact top 10 is lowest for questions near no
-# stored vector (the synthetic collections' pseudo-words): 0.84-0.96 by space at 1/16, 0.89-0.98 at 1/8
-# (benchmarks/vector_index.py); the cost grows with it (a million rows: 6.6 ms at 1/16).
-PROBED_SHARE = 1 / 8
+# The share of cells scanned per question (at least MIN_PROBED cells: a space under ~130,000 rows has its
+# 64 cells scanned a half at a time). Recall of the exact top 10 by this share, `vector_index_real.py` on
+# real keywords against 298,204 real names (model2vec): 0.947 at 1/8, 0.972 at 1/4, 0.992 at 1/2; on the
+# synthetic million-chunk collection (`vector_index.py`, questions near no stored vector) 0.78-0.99 by
+# space at 1/8. The cost grows with it: a million chunk vectors, 12 ms at 1/8.
+PROBED_SHARE = 1 / 4
 MIN_PROBED = 32
 TRAINING_PER_CELL = 40  # rows sampled per cell to place the cells (k-means)
 
@@ -41,6 +44,7 @@ class CellIndex:
     """An IVF index over rows 0..indexed-1 of one matrix; row numbers are the index's ids."""
 
     index: faiss.IndexIVFScalarQuantizer
+    placed_for: int  # rows when the cells were placed
     indexed: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -54,9 +58,13 @@ class CellIndex:
         step = max(1, rows // (cells * TRAINING_PER_CELL))  # every step-th row: the same sample each time
         index.train(np.ascontiguousarray(matrix[::step]))
         index.nprobe = max(MIN_PROBED, int(cells * PROBED_SHARE))
-        made = cls(index)
+        made = cls(index, rows)
         made.extend(matrix)
         return made
+
+    def outgrown(self, rows: int) -> bool:
+        """Whether the space has doubled since its cells were placed: they would hold twice the rows."""
+        return rows >= 2 * self.placed_for
 
     def extend(self, matrix: np.ndarray) -> None:
         """Index the rows the matrix gained since the last call."""

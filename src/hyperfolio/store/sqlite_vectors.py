@@ -86,12 +86,12 @@ class VectorMatrix:
         self.max_rowid = max(self.max_rowid, max(r[0] for r in rows))
 
     def approximate(self) -> CellIndex | None:
-        """The space's cell index, made or extended to every row held; none for a space small enough
-        to score exactly."""
+        """The space's cell index, made (again, once the space has doubled) or extended to every row held;
+        none for a space small enough to score exactly."""
         if len(self.ids) < APPROXIMATE_FROM:
             return None
         with self.cells_lock:  # one thread makes it; the others wait for it rather than make their own
-            if self.cells is None:
+            if self.cells is None or self.cells.outgrown(len(self.ids)):
                 self.cells = CellIndex.build(self.matrix)
             else:
                 self.cells.extend(self.matrix)
