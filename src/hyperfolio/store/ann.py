@@ -1,7 +1,7 @@
 """Approximate nearest neighbours over a large in-memory vector space: which rows to score exactly.
 
-Scoring every row of a million-row space costs ~150 ms per question (the matrix is read from memory
-each time), and `auto` searches four spaces. Above `APPROXIMATE_FROM` rows a space gets an inverted-file
+Scoring every row of a million-row space costs ~100 ms per question (the matrix is read from memory
+each time), and `auto` searches four spaces. From `APPROXIMATE_FROM` rows a space gets an inverted-file
 index (faiss IVF with 8-bit codes, a quarter of the matrix's memory): the question's nearest cells are
 scanned, their best `candidates(k)` rows come back, and the caller scores those exactly against the
 float32 matrix, so returned scores and tie order are exact and only membership of the top k is
@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 import faiss
 import numpy as np
 
-APPROXIMATE_FROM = 100_000  # rows; a smaller space (every dev collection) is scored exactly
+# Rows from which a space is searched through cells; a smaller one (every dev collection) is scored exactly:
+# 150,000 rows cost 11 ms exactly, and below ~250,000 cells save little and lose the most recall.
+APPROXIMATE_FROM = 250_000
 ROWS_PER_CELL = 1_000  # cells = rows / this (about sqrt(rows) at a million), at least MIN_CELLS
 MIN_CELLS = 64
-# The share of cells scanned per question (at least MIN_PROBED cells: a space under ~130,000 rows has its
-# 64 cells scanned a half at a time). Recall of the exact top 10 by this share, `vector_index_real.py` on
-# real keywords against 298,204 real names (model2vec): 0.947 at 1/8, 0.972 at 1/4, 0.992 at 1/2; on the
-# synthetic million-chunk collection (`vector_index.py`, questions near no stored vector) 0.78-0.99 by
-# space at 1/8. The cost grows with it: a million chunk vectors, 12 ms at 1/8.
+# The share of cells scanned per question (at least MIN_PROBED cells). Recall of the exact top 10 by it:
+# real keywords against 298,204 real names (model2vec, `vector_index_real.py`) 0.947 at 1/8, 0.972 at 1/4,
+# 0.992 at 1/2; the synthetic million-chunk collection (`vector_index.py`, pseudo-word questions near no
+# stored vector) at 1/4: chunks 1.000, entities 0.979, hyperedges 0.938. A million chunk vectors: 25 ms.
 PROBED_SHARE = 1 / 4
 MIN_PROBED = 32
 TRAINING_PER_CELL = 40  # rows sampled per cell to place the cells (k-means)

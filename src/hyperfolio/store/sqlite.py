@@ -1,8 +1,8 @@
 """Embedded store: one SQLite database per collection directory.
 
 WAL mode, one transaction per document step (so a crash loses at most the step in
-flight), vectors as float32 blobs with an in-memory matrix per space: scored whole up to 100k rows (a
-100k x 384 matrix product takes milliseconds), above that through a cell index (`ann.py`) that picks the
+flight), vectors as float32 blobs with an in-memory matrix per space: scored whole up to 250k rows (a
+100k x 384 matrix product takes milliseconds), beyond that through a cell index (`ann.py`) that picks the
 rows to score. The tables' SQL and the keyword search are shared with
 PostgreSQL (`store/sql/`); this module holds the connection, the schema and the vectors, and
 puts the keyword index beside the database.
