@@ -49,13 +49,15 @@ def concept_reach(query: Query, ctx: RetrievalContext, chunks: bool = True) -> C
     relations = best_items(ctx.store.vector_search(RELATION_SPACE, vector, o.relations * fan, docs), o.relations)
     reach.reached = dict(reach.anchors)
     if reach.anchors and relations:
-        touching = ctx.store.concept_edges_for(list(relations), docs, touching=list(reach.anchors))
-        for head, relation, tail, support in touching:
-            if head in reach.anchors or tail in reach.anchors:
-                reach.edges.append((head, relation, tail, support))
-                through = relations[relation] * max(reach.anchors.get(head, 0.0), reach.anchors.get(tail, 0.0))
-                for concept in (head, tail):
-                    reach.reached[concept] = max(reach.reached.get(concept, 0.0), through)
+        for head, relation, tail, support in ctx.store.concept_edges_for(
+            list(relations),
+            docs,
+            touching=list(reach.anchors),  # only edges with an anchor at an end
+        ):
+            reach.edges.append((head, relation, tail, support))
+            through = relations[relation] * max(reach.anchors.get(head, 0.0), reach.anchors.get(tail, 0.0))
+            for concept in (head, tail):
+                reach.reached[concept] = max(reach.reached.get(concept, 0.0), through)
     if reach.reached and chunks:
         scope = searchable_scope(query, ctx)
         for concept, chunk in ctx.store.concept_chunk_pairs(list(reach.reached), docs):
