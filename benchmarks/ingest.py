@@ -1,4 +1,4 @@
-"""Ingestion throughput on the MMLongBench-Doc dev PDFs, into a fresh collection.
+"""Ingestion throughput on the MMLongBench-Doc (or FinanceBench) dev PDFs, into a fresh collection.
 
 Prints pages/s, total time, chunks by modality, failures with reasons and peak
 memory. Memory is reported three ways because OCR runs Tesseract in child
@@ -7,10 +7,11 @@ the peak of process-tree RSS sampled every 100 ms (psutil), which is what a mach
 actually has to hold at once.
 
 Per-stage seconds (summed over documents; parsing stages are measured in the workers, so with
-several workers they add up to more than the elapsed time) come from the collection's record.
+several workers they add up to more than the elapsed time) come from the collection's record; from
+them, the writer's busy seconds and its capacity (pages/s it takes when the workers parse and embed).
 
     python benchmarks/ingest.py [--embedder minilm|model2vec] [--workers N | --ray local] [--limit N]
-                                [--out bench-out/ingest-minilm]
+                                [--dataset mmlongbench|financebench] [--out bench-out/ingest-minilm]
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ import psutil
 from hyperfolio.collection import AddProgress, AddResult, Collection
 from hyperfolio.config import Settings
 from hyperfolio.eval.datasets import DatasetMissing, data_root
+from hyperfolio.ingest.embedding import WRITER_EMBEDDING
 from hyperfolio.timing import StageTimes
+
+FOLDERS = {"mmlongbench": "mmlongbench_dev/documents", "financebench": "financebench_dev/pdfs"}
 
 
 @dataclass
@@ -80,6 +84,27 @@ class Printer(AddProgress):
         )
 
 
+# Stages measured in the workers (`--workers` above 0): the rest is the writer's, whose capacity is the pages/s it
+# could take if parsing and embedding kept up (its busy seconds: its stages without its wait for their vectors).
+PARSE_STAGES = frozenset({"text", "tables", "figures", "page ocr", "figure ocr"})
+WAIT = "embedding wait"
+
+
+def print_writer(times: StageTimes, pages: int, workers: bool) -> None:
+    """The writer's busy seconds and the pages/s it could take when the workers parse and embed."""
+    away = PARSE_STAGES | ({"chunk embedding"} if times.seconds.get(WAIT) is not None else set())
+    if not workers:
+        away = frozenset()
+    taken = times.seconds.get(WRITER_EMBEDDING, 0.0)  # done while waiting: not what the writer must do
+    busy = sum(s for stage, s in times.seconds.items() if stage not in away and stage not in (WAIT, WRITER_EMBEDDING))
+    where = "on the workers" if "chunk embedding" in away else "in the writer"
+    print(
+        f"writer busy    {busy:.1f} s (chunks embedded {where}; the writer took back {taken:.1f} s of embedding "
+        f"and waited {times.seconds.get(WAIT, 0.0):.1f} s)"
+    )
+    print(f"writer capacity {pages / max(busy, 1e-9):.2f} pages/s")
+
+
 def print_stages(times: StageTimes, pages: int, elapsed: float) -> None:
     print()
     print("| stage | seconds | share | ms per page |")
@@ -100,9 +125,10 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=-1, help="parsing processes (default -1: one per core)")
     parser.add_argument("--ray", default=None, help="parse on Ray: local, auto or an address")
     parser.add_argument("--limit", type=int, default=None, help="only the first N PDFs")
+    parser.add_argument("--dataset", default="mmlongbench", choices=sorted(FOLDERS), help="whose dev PDFs")
     args = parser.parse_args()
 
-    folder = data_root(args.data) / "mmlongbench_dev" / "documents"
+    folder = data_root(args.data) / FOLDERS[args.dataset]
     if not folder.exists():
         print(f"skipped: {DatasetMissing.__name__}: no PDFs at {folder} (set HYPERFOLIO_DATA)")
         return 0
@@ -150,6 +176,7 @@ def main() -> int:
     else:
         print("failures       none")
     print_stages(StageTimes(stats["stage_seconds"]), pages, report.seconds)
+    print_writer(StageTimes(stats["stage_seconds"]), pages, bool(args.ray) or args.workers != 0)
     longest = sorted(report.results, key=lambda r: r.seconds, reverse=True)[:3]
     print(
         "longest files  " + ", ".join(f"{Path(r.path).name} {r.pages / max(r.seconds, 1e-9):.2f} p/s" for r in longest)

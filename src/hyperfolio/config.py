@@ -152,7 +152,7 @@ class Settings:
     models: ModelOptions = field(default_factory=ModelOptions)
     embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), "minilm-int8" (faster) or "model2vec"
     embed_batch: int = 64
-    workers: int = 0  # parsing processes of add: 0 in-process (the API's default), -1 one per core (the CLI's)
+    workers: int = 0  # processes that parse and embed for add: 0 in-process (the API default), -1 one per core
     ray: str = ""  # parse on Ray instead: "local", "auto" or a cluster address
     default_mode: str = "auto"  # the learned ranking over every other source (retrieve/auto.py)
     top_k: int = 10

@@ -1,7 +1,10 @@
 """Where indexing time goes: seconds per stage, summed over pages, batches and workers.
 
 Stage times are CPU-side wall seconds measured where the work runs (a worker process for
-parsing, the writer for the rest), so with several workers their sum exceeds the elapsed time.
+parsing and, with workers, chunk embedding; the writer for the rest), so with several workers
+their sum exceeds the elapsed time. "embedding wait" is the writer's time waiting for the
+workers' vectors after building the graph, "chunk embedding (writer)" the batches it took
+back from them meanwhile (those no worker had started).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ STAGES: tuple[str, ...] = (
     "assemble",
     "write",
     "chunk embedding",
+    "chunk embedding (writer)",
     "extraction",
     "summaries",
     "merge",
@@ -30,6 +34,8 @@ STAGES: tuple[str, ...] = (
     "graph embedding",
     "concepts",
     "themes",
+    "embedding wait",
+    "vector writes",
 )
 
 

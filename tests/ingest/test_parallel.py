@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pymupdf
 import pytest
@@ -17,9 +21,11 @@ import pytest
 from hyperfolio import Collection
 from hyperfolio.collection import AddProgress
 from hyperfolio.config import ParseOptions
-from hyperfolio.ingest import FileJob, ParseAhead, ProcessExecutor, make_executor
+from hyperfolio.ingest import FileJob, InlineExecutor, ParseAhead, ProcessExecutor, make_executor
+from hyperfolio.ingest.embedding import WRITER_EMBEDDING, embed_away
 from hyperfolio.parse import finish_document
 from hyperfolio.sample import write_sample_report
+from hyperfolio.store.base import CHUNK_SPACE, STAGE_GRAPHED
 from hyperfolio.timing import StageTimes
 
 
@@ -66,13 +72,75 @@ def test_workers_build_what_in_process_parsing_builds(tmp_path, embedder, pdf_wr
     assert [r.status for r in first.results] == ["added"] * 4
     assert [r.status for r in second.results] == ["added"] * 4
     assert content(tmp_path / "inline") == content(tmp_path / "pooled")
-    # Per-stage seconds: parsing measured in the workers came back with the pages.
+    # The workers embedded the chunks: the same vectors as this process makes.
+    here, there = vectors(inline), vectors(pooled)
+    assert here.keys() == there.keys() and here
+    assert max(float(np.abs(here[key] - there[key]).max()) for key in here) < 1e-5
+    # Per-stage seconds: parsing and embedding measured in the workers came back with their results.
     for result in second.results:
-        assert {"text", "tables", "assemble", "write", "chunk embedding", "extraction"} <= set(result.stage_seconds)
+        stages = {"text", "tables", "assemble", "write", "chunk embedding", "embedding wait", "extraction"}
+        assert stages <= set(result.stage_seconds)
+        assert "embedding wait" not in first.results[0].stage_seconds
     totals = pooled.stats()["stage_seconds"]
     assert totals["text"] > 0 and totals["chunk embedding"] > 0
+    # The cards were read from the covers on the workers: the same as the writer reads.
+    cards = [{d.source: d.meta.get("card") for d in c.store.list_documents()} for c in (inline, pooled)]
+    assert cards[0] == cards[1] and all(cards[0].values())
     inline.close()
     pooled.close()
+
+
+def vectors(col: Collection) -> dict[str, np.ndarray]:
+    return {item: vector for item, _, vector in col.store.iter_vectors(CHUNK_SPACE)}
+
+
+def test_a_batch_a_worker_could_not_embed_is_embedded_here(tmp_path, embedder, pdf_writer):
+    """A worker's error (or a pool that died) costs that batch a local embedding, not the document's vectors."""
+    path = write_reports(tmp_path / "docs", count=1, pages=3, pdf_writer=pdf_writer)[1]
+    col = Collection(tmp_path / "col", embedder=embedder)
+    col.add([path], workers=0)
+    store = col.store
+    doc_id = store.list_documents()[0].doc_id
+    expected = vectors(col)
+    store.prune_vectors(CHUNK_SPACE, doc_id, [])
+    missing = store.missing_vectors(CHUNK_SPACE, doc_id)
+    assert len(missing) == len(expected)
+    executor = ProcessExecutor(1)
+    try:
+        pending = embed_away(executor, embedder, missing)
+        assert pending is not None and pending.total == len(missing)
+        failed: Future = Future()
+        failed.set_exception(BrokenProcessPool("a worker died"))
+        chunks, texts, _ = pending.parts[0]
+        pending.parts[0] = (chunks, texts, failed)
+        times = StageTimes()
+        assert pending.store(store, embedder, times=times) == len(missing)
+    finally:
+        executor.close()
+    again = vectors(col)
+    assert again.keys() == expected.keys()
+    assert max(float(np.abs(again[key] - expected[key]).max()) for key in again) < 1e-5
+    assert times.seconds[WRITER_EMBEDDING] > 0
+    # Without workers, or with an embedder no worker can rebuild, nothing is sent away.
+    assert embed_away(InlineExecutor(), embedder, missing) is None
+    col.close()
+
+
+def test_vectors_cut_off_after_the_graph_are_made_on_resume(tmp_path, embedder, pdf_writer):
+    """Embedding on workers stores vectors after the graph: a run cut off between the two leaves a document
+    graph-built without some vectors; the next `add` makes them and the document is ready."""
+    files = write_reports(tmp_path / "docs", count=1, pages=3, pdf_writer=pdf_writer)
+    col = Collection(tmp_path / "col", embedder=embedder)
+    col.add(files, workers=2)
+    reference = content(tmp_path / "col")
+    store = col.store
+    doc_id = store.document_by_hash(hashlib.sha256(files[1].read_bytes()).hexdigest()).doc_id
+    store.prune_vectors(CHUNK_SPACE, doc_id, [])
+    store.set_stage(doc_id, STAGE_GRAPHED)
+    report = col.add(files, workers=2)
+    assert {Path(r.path).name: r.status for r in report.results}["site-0.pdf"] == "resumed"
+    assert content(tmp_path / "col") == reference
+    col.close()
 
 
 def test_a_bad_file_among_good_ones_fails_alone_on_workers(tmp_path, embedder, pdf_writer):
@@ -93,14 +161,18 @@ def test_a_bad_file_among_good_ones_fails_alone_on_workers(tmp_path, embedder, p
 
 
 def test_a_script_without_a_main_guard_still_indexes(tmp_path, pdf_writer):
-    """Worker processes re-run an unguarded script and die; parsing falls back to this process."""
+    """Worker processes re-run an unguarded script and die; parsing falls back to this process. (Here each
+    process adds to a collection of its own: on a shared one, a worker's run of the script would find every
+    file claimed by the writer and skip it.)"""
     files = write_reports(tmp_path / "docs", count=1, pages=2, pdf_writer=pdf_writer)
     script = tmp_path / "unguarded.py"
     script.write_text(
         textwrap.dedent(
             f"""
+            import os
             from hyperfolio import Collection
-            report = Collection({str(tmp_path / "col")!r}).add({[str(f) for f in files]!r}, workers=2)
+            folder = {str(tmp_path)!r} + f"/col-{{os.getpid()}}"
+            report = Collection(folder).add({[str(f) for f in files]!r}, workers=2)
             print([r.status for r in report.results])
             """
         )

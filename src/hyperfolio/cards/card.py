@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from hyperfolio.cards.cover import Cover
     from hyperfolio.model import Document
 
 # A fixed vocabulary, so a ranker's type feature and a question's "10-K" or "slides" mean the same thing.
@@ -94,7 +95,8 @@ class Carder(Protocol):
 
     name: str
 
-    def card(self, document: Document) -> DocumentCard: ...
+    def card(self, document: Document, cover: Cover | None = None) -> DocumentCard:
+        """`cover`: the document's cover when read already (by a worker during `add`), else read here."""
 
 
 CARD_KEY = "card"  # the key of a document's meta that holds its card (ingest writes it, routing reads it)

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hyperfolio.cards.card import DOC_TYPES, DocumentCard
+from hyperfolio.cards.cover import Cover
 from hyperfolio.cards.offline import card_from_cover, document_cover
 from hyperfolio.cards.periods import find_dates
 from hyperfolio.cards.sec import sec_facts
@@ -226,8 +227,8 @@ class LLMCarder:
         text += fence.quote(guessed, "guess")
         return [system_message(PROMPT), user_message(text)]
 
-    def card(self, document: Document) -> DocumentCard:
-        cover = document_cover(document)
+    def card(self, document: Document, cover: Cover | None = None) -> DocumentCard:
+        cover = cover or document_cover(document)
         offline = card_from_cover(cover, document, document.kind)
         if not cover.text.strip():
             return offline  # nothing to read: the model would only guess

@@ -112,13 +112,16 @@ def cover_from_document(document: Document, first: int = COVER_PAGES) -> Cover:
     return Cover(out, len(document.pages), str(meta.get("title") or ""))
 
 
-def read_cover(path: Path, first: int = COVER_PAGES, options: ParseOptions = COVER_OPTIONS) -> Cover:
+def read_cover(
+    path: Path, first: int = COVER_PAGES, options: ParseOptions = COVER_OPTIONS, data: bytes | None = None
+) -> Cover:
     """The first pages of a PDF read by the project's own reader (pass 1 only, so a 500-page filing
-    costs a few pages), with its metadata title and outline."""
+    costs a few pages), with its metadata title and outline. `data`: the file's bytes, when read already
+    (or decrypted)."""
     from hyperfolio.parse import read_file, read_pages
     from hyperfolio.parse.pdf import open_pdf
 
-    data = read_file(path)
+    data = read_file(path) if data is None else data
     doc = open_pdf(path, data)
     try:
         count = doc.page_count

@@ -5,11 +5,10 @@ six pages)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 from hyperfolio.cards.card import DocumentCard
-from hyperfolio.cards.cover import COVER_PAGES, Cover, cover_from_document, cover_from_pdf_pages, read_cover
+from hyperfolio.cards.cover import COVER_PAGES, Cover, cover_from_document, read_cover
 from hyperfolio.cards.doctype import doc_type, is_paper
 from hyperfolio.cards.organisation import defined_organisation, issuer
 from hyperfolio.cards.periods import (
@@ -23,7 +22,6 @@ from hyperfolio.cards.sec import SecFacts, sec_facts
 from hyperfolio.cards.title import cover_title, is_furniture, is_noise, printed_page_title
 from hyperfolio.cards.toc import document_toc
 from hyperfolio.model import Document
-from hyperfolio.parse.pdf.items import PageData
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "q1": 1, "q2": 2, "q3": 3, "q4": 4}
 _QUARTER = re.compile(
@@ -130,27 +128,21 @@ def card_from_cover(cover: Cover, document: Document | None = None, kind: str = 
     return card
 
 
-def document_cover(document: Document, pdf_pages: Sequence[PageData] | None = None) -> Cover:
-    """A parsed document's cover. A PDF's is read by layout: from `pdf_pages` (pass-1 pages the ingest
-    pipeline already holds) when given, else from the file's first pages; other formats', and PDFs'
-    whose file is gone, from their chunks."""
+def document_cover(document: Document) -> Cover:
+    """A parsed document's cover. A PDF's is read by layout from the file's first pages (`add` with workers
+    reads it on one, `read_cover_of`); other formats', and PDFs' whose file is gone, from their chunks."""
     cover: Cover | None = None
-    if document.kind == "pdf":
-        if pdf_pages:
-            first = sorted(pdf_pages, key=lambda p: p.number)[:COVER_PAGES]
-            cover = cover_from_pdf_pages(first, len(document.pages))
-            cover.metadata_title = str((document.meta.get("pdf_metadata") or {}).get("title") or "")
-        elif Path(document.source).is_file():
-            try:
-                cover = read_cover(Path(document.source))
-            except Exception:  # the file changed or broke since parsing: the chunks still tell
-                cover = None
+    if document.kind == "pdf" and Path(document.source).is_file():
+        try:
+            cover = read_cover(Path(document.source))
+        except Exception:  # the file changed or broke since parsing: the chunks still tell
+            cover = None
     return cover if cover is not None else cover_from_document(document)
 
 
-def card_for(document: Document, pdf_pages: Sequence[PageData] | None = None) -> DocumentCard:
-    """The card of a parsed document, from its cover (`document_cover`)."""
-    return card_from_cover(document_cover(document, pdf_pages), document, document.kind)
+def card_for(document: Document, cover: Cover | None = None) -> DocumentCard:
+    """The card of a parsed document, from its cover (read already, or now: `document_cover`)."""
+    return card_from_cover(cover or document_cover(document), document, document.kind)
 
 
 class OfflineCarder:
@@ -158,8 +150,8 @@ class OfflineCarder:
 
     name = "offline"
 
-    def card(self, document: Document) -> DocumentCard:
-        return card_for(document)
+    def card(self, document: Document, cover: Cover | None = None) -> DocumentCard:
+        return card_for(document, cover)
 
 
 def card_for_file(path: str | Path, first: int = COVER_PAGES) -> DocumentCard:

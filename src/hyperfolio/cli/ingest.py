@@ -57,7 +57,7 @@ def add(
     workers: Annotated[
         int | None,
         typer.Option(
-            "--workers", "-w", help="Processes that parse pages (default: one per core; 0: all in this process)."
+            "--workers", "-w", help="Processes that parse pages and embed chunks (default: one per core; 0: here)."
         ),
     ] = None,
     ray: Annotated[

@@ -42,7 +42,7 @@ def serve(
     max_upload_mb: Annotated[float, typer.Option("--max-upload-mb", help="Largest file accepted.")] = 200.0,
     max_pages: Annotated[int, typer.Option("--max-pages", help="Most pages accepted per document.")] = 2000,
     workers: Annotated[
-        int, typer.Option("--workers", "-w", help="Parse processes per upload (0: parse on the ingest thread).")
+        int, typer.Option("--workers", "-w", help="Parse and embed processes per upload (0: on the ingest thread).")
     ] = 0,
     mcp: Annotated[bool, typer.Option("--mcp/--no-mcp", help="Also serve the MCP endpoint at /mcp.")] = True,
 ) -> None:

@@ -7,6 +7,7 @@ those weights on first use (`onnx_encoder`). `model2vec` is a static model disti
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from hyperfolio.config import cache_dir
+from hyperfolio.embed.protocols import Recipe
 from hyperfolio.errors import HyperfolioError
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,9 @@ class MiniLMEmbedder(_LazyEmbedder):
         if quantize:
             self.name = "minilm-int8"  # its own name: a collection never mixes float and int8 vectors
 
+    def recipe(self) -> Recipe:
+        return Recipe(self.name, self.batch_size)
+
     def _build(self) -> Any:
         from hyperfolio.embed.onnx_encoder import OnnxSentenceEncoder
 
@@ -151,7 +156,11 @@ class Model2VecEmbedder(_LazyEmbedder):
 
     def __init__(self, path: Path | None = None) -> None:
         super().__init__()
+        self.own_path = path is not None
         self.path = path or cache_dir() / f"model2vec-minilm-{MODEL2VEC_DIMS}-v{MODEL2VEC_CACHE_VERSION}"
+
+    def recipe(self) -> Recipe | None:
+        return None if self.own_path else Recipe(self.name)
 
     def _build(self) -> Any:
         from model2vec import StaticModel
@@ -198,3 +207,10 @@ def make_embedder(name: str, batch_size: int = 64, threads: int = 0) -> MiniLMEm
     if name == "model2vec":
         return Model2VecEmbedder()
     raise ValueError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}")
+
+
+@functools.lru_cache(maxsize=2)
+def worker_embedder(recipe: Recipe) -> MiniLMEmbedder | Model2VecEmbedder:
+    """The embedder a worker process builds from a recipe, once per process and recipe: one thread per
+    call, since the pool of workers is the parallelism."""
+    return make_embedder(recipe.name, recipe.batch_size, threads=1)

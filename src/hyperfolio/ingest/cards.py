@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hyperfolio.cards.card import CARD_KEY as CARD
 from hyperfolio.cards.card import Carder, DocumentCard
@@ -15,6 +16,9 @@ from hyperfolio.cards.themes import top_themes
 from hyperfolio.hypergraph.layers import THEME
 from hyperfolio.model import Chunk, Document, DocumentInfo
 from hyperfolio.store.base import STAGE_READY, Store
+
+if TYPE_CHECKING:  # the cover reader imports PyMuPDF: not for whoever only asks
+    from hyperfolio.cards.cover import Cover
 
 log = logging.getLogger(__name__)
 SEC_FORMS = frozenset({"10-K", "10-Q", "8-K"})
@@ -28,12 +32,13 @@ def offline_carder() -> Carder:
     return OfflineCarder()
 
 
-def attach_card(doc: Document, carder: Carder | None = None) -> None:
-    """Put the parsed document's card (made by `carder`, the offline one when None) into its meta, so it
-    is written with it, and let it retitle the document (`card_title`). A card is an aid to routing, never
-    a reason to refuse a file: when it cannot be made, the document goes in without one."""
+def attach_card(doc: Document, carder: Carder | None = None, cover: Cover | None = None) -> None:
+    """Put the parsed document's card (made by `carder`, the offline one when None, from `cover` when it was
+    read already) into its meta, so it is written with it, and let it retitle the document (`card_title`). A
+    card is an aid to routing, never a reason to refuse a file: when it cannot be made, the document goes in
+    without one."""
     try:
-        card = (carder or offline_carder()).card(doc)
+        card = (carder or offline_carder()).card(doc, cover)
     except Exception:
         log.warning("%s: no document card (%s)", doc.source, "its cover could not be read", exc_info=True)
         return

@@ -24,7 +24,7 @@ from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import HyperfolioError, ParseError
@@ -35,6 +35,9 @@ from hyperfolio.parse.limits import check_limits, check_pages, check_size
 from hyperfolio.parse.unlock import Password, is_encrypted, unlock_file
 from hyperfolio.timing import StageTimes
 
+if TYPE_CHECKING:  # the cover reader imports PyMuPDF: not for whoever only asks
+    from hyperfolio.cards.cover import Cover
+
 log = logging.getLogger(__name__)
 
 MAX_BATCH_PAGES = 8
@@ -43,18 +46,29 @@ WINDOW_BYTES = 256 * 2**20
 LOST = (BrokenProcessPool, CancelledError)  # a batch that died with its pool, not with an error of its own
 
 
+def _source_bytes(source: str | bytes, name: str, fingerprint: tuple[int, int]) -> bytes:
+    """A task's file: `source` is its bytes or its path; a path must still match `fingerprint` (size,
+    mtime), else the file changed while being indexed."""
+    if isinstance(source, bytes):
+        return source
+    stat = os.stat(source)
+    if (stat.st_size, stat.st_mtime_ns) != fingerprint:
+        raise ParseError(name, "the file changed while it was being indexed; add it again")
+    return Path(source).read_bytes()
+
+
+def cover_part(source: str | bytes, name: str, fingerprint: tuple[int, int]) -> Cover:
+    """Task function: a PDF's cover as its card reads it (`read_cover`), so the writer need not read it."""
+    from hyperfolio.cards.cover import read_cover
+
+    return read_cover(Path(name), data=_source_bytes(source, name, fingerprint))
+
+
 def parse_part(
     source: str | bytes, name: str, options: ParseOptions, numbers: Sequence[int], fingerprint: tuple[int, int]
 ) -> Any:
-    """Task function: pass 1 of some pages of a PDF. `source` is the file's bytes or its path; a
-    path must still match `fingerprint` (size, mtime), else the file changed while being indexed."""
-    if isinstance(source, bytes):
-        data = source
-    else:
-        stat = os.stat(source)
-        if (stat.st_size, stat.st_mtime_ns) != fingerprint:
-            raise ParseError(name, "the file changed while it was being indexed; add it again")
-        data = Path(source).read_bytes()
+    """Task function: pass 1 of some pages of a PDF (`source` and `fingerprint`: `_source_bytes`)."""
+    data = _source_bytes(source, name, fingerprint)
     try:
         return read_pages(Path(name), data, options, numbers)
     except HyperfolioError:
@@ -81,6 +95,7 @@ class FileJob:
     error: Exception | None = None  # unreadable file: reported when the writer reaches it
     parse: bool = True  # False when the store (or an earlier file of this run) holds this content
     parts: list[Future] = field(default_factory=list)
+    cover: Future | None = None  # the PDF's cover for its card, read on a worker
     generation: int = 0  # which pool the parts went to
     prepared: bool = False
     password: Password | None = field(default=None, repr=False)  # for encrypted files; kept nowhere else
@@ -188,6 +203,7 @@ class ParseAhead:
         if job.unlocked and isinstance(source, str):  # a path: the workers would read the encrypted file
             source = job.data
         job.generation = self.generation
+        job.cover = executor.submit(cover_part, source, str(job.path), job.fingerprint)
         batches = [list(range(start, min(start + size, job.pages))) for start in range(0, job.pages, size)]
         job.parts = [
             executor.submit(parse_part, source, str(job.path), self.options, numbers, job.fingerprint)
@@ -212,6 +228,17 @@ class ParseAhead:
         if on_page is not None:
             on_page(len(doc.pages), len(doc.pages))
         return doc
+
+    @staticmethod
+    def cover(job: FileJob) -> Cover | None:
+        """The job's cover when a worker read it (None: none did, or it failed; the card reads it then)."""
+        if job.cover is None:
+            return None
+        try:
+            return job.cover.result()
+        except Exception as exc:  # the card reads it in the writer, where its error is reported
+            log.debug("%s: the cover was not read on a worker: %s", job.path, exc)
+            return None
 
     def _read_here(self, job: FileJob, on_page: Callable[[int, int], None] | None) -> list[Any]:
         """In this process, page by page, with progress (no workers, or none that can start)."""

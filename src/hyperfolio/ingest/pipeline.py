@@ -33,7 +33,7 @@ from hyperfolio.hypergraph.pipeline import (
 )
 from hyperfolio.hypergraph.refine import refine_anchors
 from hyperfolio.ingest.cards import attach_card, attach_themes, offline_carder
-from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS, TextOf, embed_chunks, embedding_text
+from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS, TextOf, embed_away, embed_chunks, embedding_text
 from hyperfolio.ingest.executors import Executor, default_workers, make_executor
 from hyperfolio.ingest.parse_ahead import FileJob, ParseAhead
 from hyperfolio.ingest.report import AddProgress, AddReport, AddResult, Paths, expand_paths
@@ -152,6 +152,9 @@ class IngestPipeline:
                     progress.file_finished(result)
         except BaseException:  # an interrupt: stop the workers now, what was written stays
             ahead.executor.close(abandon=True)
+            for job in jobs[len(report.results) - len(problems) :]:  # claimed ahead, never reached
+                if job.content_hash:
+                    self.claims.release(job.content_hash)
             raise
         ahead.executor.close()
         report.seconds = time.perf_counter() - started
@@ -179,14 +182,21 @@ class IngestPipeline:
         return make_executor(chosen, ray or None, self.settings.parse.worker_memory_mb)
 
     def _prepare(self, job: FileJob) -> None:
-        """Read a file and decide whether it needs parsing: the store may hold its content already."""
+        """Read a file and decide whether it needs parsing: the store may hold its content already, or another
+        process sharing the collection be indexing it. A file to parse is claimed now, before its pages go to
+        the workers, so that several `add` runs on one collection share its files instead of each parsing
+        every one (the claim is held until the writer is done with it)."""
         job.read(self.settings.parse)
         if job.error is None:
             job.parse = self.store.document_by_hash(job.content_hash) is None
+            if job.parse and self.claims.take(job.content_hash) is not None:
+                job.parse = False  # the writer reports who holds it when it gets there
 
     def _add_one(self, job: FileJob, ahead: ParseAhead, progress: AddProgress) -> AddResult:
         """Add one file under a claim on its content: another worker indexing it now makes this one pass."""
         if job.error is not None or not job.content_hash:
+            if job.content_hash:  # claimed when read, then refused (a limit): it holds no claim
+                self.claims.release(job.content_hash)
             return self._add_claimed(job, ahead, progress)
         holder = self.claims.take(job.content_hash)
         if holder is not None:
@@ -219,7 +229,7 @@ class IngestPipeline:
                 doc = ahead.document(job, times, on_page=progress.pages_parsed)
                 doc_id = doc.doc_id
                 with times.stage("card"):
-                    attach_card(doc, self.parts.carder())
+                    attach_card(doc, self.parts.carder(), ahead.cover(job))
                 try:
                     with times.stage("write"):
                         self._write(doc)
@@ -232,7 +242,7 @@ class IngestPipeline:
                 info = existing
             assert info is not None
             doc_id = info.doc_id
-            self._index_counting(info, progress, times, result)
+            self._index_counting(info, progress, times, result, ahead.executor)
             self._describe(result, info)
             if self._drop_older_versions(job.path, info.doc_id) and result.status == "added":
                 result.status = "replaced"
@@ -249,11 +259,13 @@ class IngestPipeline:
         result.stage_seconds = dict(times.ordered())
         return result
 
-    def _index_counting(self, info: DocumentInfo, progress: AddProgress, times: StageTimes, result: AddResult) -> None:
+    def _index_counting(
+        self, info: DocumentInfo, progress: AddProgress, times: StageTimes, result: AddResult, away: Executor
+    ) -> None:
         """Index a document and count, into its result, the model calls it took and how its parts were built."""
         calls = self.parts.models().usage.total().calls
         graph_due = info.status != STAGE_READY and self.settings.build.hypergraph
-        self._index(info, progress, times)
+        self._index(info, progress, times, away)
         result.model_calls = self.parts.models().usage.total().calls - calls
         if graph_due:
             for _, stage, _, how, _ in self.store.builds(info.doc_id):
@@ -286,28 +298,43 @@ class IngestPipeline:
                 chunk.image = None
         self.store.write_document(doc)
 
-    def _index(self, info: DocumentInfo, progress: AddProgress, times: StageTimes | None = None) -> None:
+    def _index(
+        self, info: DocumentInfo, progress: AddProgress, times: StageTimes | None = None, away: Executor | None = None
+    ) -> None:
         """Embed the chunks that have no vector yet, batch by batch, then build the hypergraph; resumable at
-        any point, each step recorded as the document's stage."""
+        any point, each step recorded as the document's stage. With workers (`away`), they embed while this
+        process builds the graph (which reads no chunk vectors); the vectors are stored after it, and any a
+        cut-off run left missing are made before the document is ready."""
         self._check_embedder()
         stage_times = times if times is not None else StageTimes()
-        # Embedded already: a build of its hypergraph may have begun and been cut off before its graph was
-        # written (which is one transaction); anything an older version wrote of it goes first. Linked: the
-        # graph was written, the build goes on from refinement.
-        interrupted = info.status == STAGE_EMBEDDED
+        timed = lambda: stage_times.stage("chunk embedding")  # noqa: E731
+        embedder = self.parts.embedder()
+        # Embedded already, or parsed with a graph begun by a run that embedded on workers: a build of its
+        # hypergraph may have been cut off before its graph was written (which is one transaction); anything an
+        # older version wrote of it goes first. Linked: the graph was written, the build goes on from refinement.
+        interrupted = info.status == STAGE_EMBEDDED or (
+            info.status in ("", STAGE_PARSED) and bool(self.store.document_entities(info.doc_id))
+        )
+        pending = None
         if info.status in ("", STAGE_PARSED):
-            embed_chunks(
-                self.store,
-                self.parts.embedder(),
-                self.store.missing_vectors(CHUNK_SPACE, info.doc_id),
-                batch=self.chunk_batch,
-                text_of=self.text_of,
-                on_batch=progress.chunks_embedded,
-                timed=lambda: stage_times.stage("chunk embedding"),
-            )
-            self.store.set_stage(info.doc_id, STAGE_EMBEDDED)
-            info.status = STAGE_EMBEDDED
-        if info.status in (STAGE_EMBEDDED, STAGE_GRAPH_WRITTEN):
+            missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
+            if away is not None and self.settings.build.hypergraph:
+                pending = embed_away(away, embedder, missing, self.text_of)
+            if pending is None:
+                embed_chunks(
+                    self.store,
+                    embedder,
+                    missing,
+                    batch=self.chunk_batch,
+                    text_of=self.text_of,
+                    on_batch=progress.chunks_embedded,
+                    timed=timed,
+                )
+                self.store.set_stage(info.doc_id, STAGE_EMBEDDED)
+                info.status = STAGE_EMBEDDED
+            else:
+                progress.chunks_embedded(0, pending.total)
+        if pending is not None or info.status in (STAGE_EMBEDDED, STAGE_GRAPH_WRITTEN):
             if self.settings.build.hypergraph:
                 resume = info.status == STAGE_GRAPH_WRITTEN
                 progress.graph_stage("building hypergraph" + (" (graph written; refining on)" if resume else ""))
@@ -316,6 +343,11 @@ class IngestPipeline:
                 )
                 progress.graph_stage("built" + self.parts.usage_note())
             self.store.set_stage(info.doc_id, STAGE_GRAPHED)
+        if pending is not None:
+            pending.store(self.store, embedder, on_batch=progress.chunks_embedded, times=stage_times)
+        else:  # a resumed document whose workers' vectors were cut off
+            missing = self.store.missing_vectors(CHUNK_SPACE, info.doc_id)
+            embed_chunks(self.store, embedder, missing, batch=self.chunk_batch, text_of=self.text_of, timed=timed)
         self.store.set_stage(info.doc_id, STAGE_READY)
 
     def _check_embedder(self) -> None:
