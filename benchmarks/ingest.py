@@ -37,6 +37,22 @@ from hyperfolio.timing import StageTimes
 FOLDERS = {"mmlongbench": "mmlongbench_dev/documents", "financebench": "financebench_dev/pdfs"}
 
 
+def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which dev PDFs a benchmark indexes: `--dataset`, `--data`, `--limit` (read back by `dev_pdfs`)."""
+    parser.add_argument("--dataset", default="mmlongbench", choices=sorted(FOLDERS), help="whose dev PDFs")
+    parser.add_argument("--data", type=Path, default=None, help="benchmark data root")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N PDFs")
+
+
+def dev_pdfs(args: argparse.Namespace) -> list[Path] | None:
+    """The chosen dev PDFs in name order; None, with the reason printed, when the data is absent."""
+    folder = data_root(args.data) / FOLDERS[args.dataset]
+    if not folder.exists():
+        print(f"skipped: {DatasetMissing.__name__}: no PDFs at {folder} (set HYPERFOLIO_DATA)")
+        return None
+    return sorted(folder.glob("*.pdf"))[: args.limit]
+
+
 @dataclass
 class TreeSampler:
     """Samples RSS of this process plus its children; keeps the peak."""
@@ -121,18 +137,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedder", default="minilm", choices=["minilm", "minilm-int8", "model2vec"])
     parser.add_argument("--out", type=Path, default=None, help="collection dir (recreated)")
-    parser.add_argument("--data", type=Path, default=None, help="benchmark data root")
     parser.add_argument("--workers", type=int, default=-1, help="parsing processes (default -1: one per core)")
     parser.add_argument("--ray", default=None, help="parse on Ray: local, auto or an address")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N PDFs")
-    parser.add_argument("--dataset", default="mmlongbench", choices=sorted(FOLDERS), help="whose dev PDFs")
+    add_dataset_arguments(parser)
     args = parser.parse_args()
 
-    folder = data_root(args.data) / FOLDERS[args.dataset]
-    if not folder.exists():
-        print(f"skipped: {DatasetMissing.__name__}: no PDFs at {folder} (set HYPERFOLIO_DATA)")
+    files = dev_pdfs(args)
+    if files is None:
         return 0
-    files = sorted(folder.glob("*.pdf"))[: args.limit]
     target = args.out or Path("bench-out") / f"ingest-{args.embedder}"
     if target.exists():
         if not (target / "hyperfolio.db").exists() and any(target.iterdir()):
@@ -147,7 +159,7 @@ def main() -> int:
     load_seconds = time.perf_counter() - load_started
 
     engine = f"Ray {args.ray}" if args.ray else f"workers {args.workers}"
-    print(f"indexing {len(files)} PDFs from {folder} into {target} (embedder {args.embedder}, {engine})")
+    print(f"indexing {len(files)} {args.dataset} dev PDFs into {target} (embedder {args.embedder}, {engine})")
     with TreeSampler() as sampler:
         report = collection.add(files, progress=Printer(len(files)), workers=args.workers, ray=args.ray)
     stats = collection.stats()

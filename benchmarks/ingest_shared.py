@@ -22,8 +22,7 @@ from pathlib import Path
 
 from synthetic import PgServer
 
-from hyperfolio.eval.datasets import DatasetMissing, data_root
-from ingest import FOLDERS
+from ingest import add_dataset_arguments, dev_pdfs
 
 COUNTS = {
     "documents": "SELECT COUNT(*) FROM documents",
@@ -76,10 +75,16 @@ def run_adds(url: str, files: list[Path], processes: int, workers: int) -> tuple
 
 
 def summary(output: str) -> str:
-    """What one add process did, from its closing lines (added, skipped, failed counts)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    tail = [line for line in lines if line.startswith(("added", "skipped", "failed", "resumed", "done", "indexed"))]
-    return "; ".join(tail[-4:]) or (lines[-1] if lines else "(no output)")
+    """What one add process did: how many files it added, skipped (and why) or failed."""
+    counted: dict[str, int] = {}
+    for line in output.splitlines():
+        word = line.strip().split(" ", 1)[0]
+        if word in ("added", "resumed", "replaced", "failed"):
+            counted[word] = counted.get(word, 0) + 1
+        elif word == "skipped":
+            why = "claimed by the other" if "another worker" in line else "already indexed"
+            counted[f"skipped ({why})"] = counted.get(f"skipped ({why})", 0) + 1
+    return ", ".join(f"{count} {what}" for what, count in counted.items()) or "(no files reported)"
 
 
 def check(url: str) -> str:
@@ -92,19 +97,15 @@ def check(url: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="mmlongbench", choices=sorted(FOLDERS))
-    parser.add_argument("--data", type=Path, default=None, help="benchmark data root")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N PDFs")
+    add_dataset_arguments(parser)
     parser.add_argument("--processes", type=int, default=2, help="add processes sharing the collection")
     parser.add_argument("--workers", type=int, default=2, help="parsing/embedding workers of the single process")
     parser.add_argument("--workers-each", type=int, default=1, help="workers of each shared process")
     args = parser.parse_args()
 
-    folder = data_root(args.data) / FOLDERS[args.dataset]
-    if not folder.exists():
-        print(f"skipped: {DatasetMissing.__name__}: no PDFs at {folder} (set HYPERFOLIO_DATA)")
+    files = dev_pdfs(args)
+    if files is None:
         return 0
-    files = sorted(folder.glob("*.pdf"))[: args.limit]
     pg = PgServer()
     try:
         rows = []

@@ -78,13 +78,18 @@ WRITER_EMBEDDING = "chunk embedding (writer)"  # batches the writer took back fr
 
 
 def embed_part(recipe: Recipe, texts: list[str]) -> tuple[np.ndarray, float]:
-    """Task function: the vectors of `texts`, made in the worker that runs it, and the seconds they took; in
-    batches of the writer's size, so a worker's model holds no more memory than the writer's would."""
+    """Task function: the vectors of `texts`, made in the worker that runs it, and the seconds they took."""
     embedder = worker_embedder(recipe)
     embedder.load()  # a worker's first task loads the model: not embedding time
     began = time.perf_counter()
+    return _in_batches(embedder, texts), time.perf_counter() - began
+
+
+def _in_batches(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """The vectors of `texts`, embedded `EMBED_BATCH_CHUNKS` at a time: a task's 64 long chunks in one call
+    would hold four times the activations (several hundred MB more per process)."""
     parts = [embedder.embed(texts[n : n + EMBED_BATCH_CHUNKS]) for n in range(0, len(texts), EMBED_BATCH_CHUNKS)]
-    return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32), time.perf_counter() - began
+    return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32)
 
 
 @dataclass
@@ -143,7 +148,7 @@ class PendingVectors:
             except Exception as exc:  # a worker's error, or a pool that broke: this process embeds the batch
                 log.warning("embedding on a worker failed (%s: %s); embedding here", type(exc).__name__, exc)
         with times.stage(WRITER_EMBEDDING):
-            return fallback.embed(texts)
+            return _in_batches(fallback, texts)
 
 
 def embed_away(
