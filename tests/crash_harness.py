@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -658,17 +658,19 @@ def count_stages(work: Path, fixture: Path, setup: Sequence[Path] = ()) -> Profi
     return Profile(found["calls"], found["transactions"], collection)
 
 
-def plan(profile: Profile, random_points: int, seed: int, transactions: bool = True) -> list[KillPoint]:
-    """Per stage: its boundary, with `transactions` every call that enters or leaves a store transaction
-    (the points where what is on disk changes: before BEGIN, and before COMMIT with the writes in the
-    WAL uncommitted), and `random_points` distinct seeded points inside it."""
+def plan(
+    profile: Profile, random_points: int, seed: int, transactions: bool | Container[str] = True
+) -> list[KillPoint]:
+    """Per stage: its boundary, with `transactions` (True: in every stage; else the stages named) every call
+    that enters or leaves a store transaction (the points where what is on disk changes: before BEGIN, and
+    before COMMIT with the writes in the WAL uncommitted), and `random_points` distinct seeded points inside it."""
     import random
 
     rng = random.Random(seed)
     points = []
     for stage in STAGE_NAMES:
         chosen = {0: "boundary"}
-        if transactions:
+        if transactions is True or (transactions is not False and stage in transactions):
             chosen.update((at, "transaction") for at in profile.transactions[stage] if at not in chosen)
         inside = range(1, profile.calls[stage])
         chosen.update((at, "random") for at in rng.sample(inside, min(random_points, len(inside))) if at not in chosen)
