@@ -31,6 +31,7 @@ import psutil
 from hyperfolio.collection import AddProgress, AddResult, Collection
 from hyperfolio.config import Settings
 from hyperfolio.eval.datasets import DatasetMissing, data_root
+from hyperfolio.ingest.embedding import EMBEDDING_WAIT as WAIT
 from hyperfolio.ingest.embedding import WRITER_EMBEDDING
 from hyperfolio.timing import StageTimes
 
@@ -103,7 +104,6 @@ class Printer(AddProgress):
 # Stages measured in the workers (`--workers` above 0): the rest is the writer's, whose capacity is the pages/s it
 # could take if parsing and embedding kept up (its busy seconds: its stages without its wait for their vectors).
 PARSE_STAGES = frozenset({"text", "tables", "figures", "page ocr", "figure ocr"})
-WAIT = "embedding wait"
 
 
 def print_writer(times: StageTimes, pages: int, workers: bool) -> None:

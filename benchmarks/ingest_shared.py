@@ -14,7 +14,6 @@ chunks, chunk vectors, entities, hyperedges, facts) and whether `hyperfolio chec
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -52,7 +51,6 @@ def counts(url: str) -> dict[str, int | str]:
 
 def run_adds(url: str, files: list[Path], processes: int, workers: int) -> tuple[float, list[str]]:
     """Start `processes` `hyperfolio add` runs on the same files together; their elapsed seconds and outputs."""
-    env = dict(os.environ)
     command = [sys.executable, "-m", "hyperfolio", "add", *map(str, files), "-c", url, "--workers", str(workers)]
     began = time.perf_counter()
     runs = [
@@ -61,7 +59,6 @@ def run_adds(url: str, files: list[Path], processes: int, workers: int) -> tuple
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=env,
         )
         for _ in range(processes)
     ]

@@ -75,6 +75,7 @@ def embed_chunks(
 # vectors costs little, short enough that two workers share a document's chunks.
 WORKER_BATCH_CHUNKS = 64
 WRITER_EMBEDDING = "chunk embedding (writer)"  # batches the writer took back from the workers, or redid
+EMBEDDING_WAIT = "embedding wait"  # the writer waiting for the workers' vectors
 
 
 def embed_part(recipe: Recipe, texts: list[str]) -> tuple[np.ndarray, float]:
@@ -115,7 +116,7 @@ class PendingVectors:
         parsing the next files), and so is a batch whose worker failed or died: the document gets every
         vector either way. `times` gets the workers' embedding seconds as "chunk embedding" (as parsing stages
         are measured in the workers), this process's as WRITER_EMBEDDING, its wait for the workers as
-        "embedding wait" and the vectors' writes as "vector writes". Returns how many chunks were stored."""
+        EMBEDDING_WAIT and the vectors' writes as "vector writes". Returns how many chunks were stored."""
         times = times if times is not None else StageTimes()
         done, total = 0, self.total
         left = list(range(len(self.parts)))
@@ -124,7 +125,7 @@ class PendingVectors:
             if ready is None:  # none back: take back the last one not yet started, else wait for one
                 ready = next((n for n in reversed(left) if self.parts[n][2].cancel()), None)
             if ready is None:
-                with times.stage("embedding wait"):
+                with times.stage(EMBEDDING_WAIT):
                     wait([self.parts[n][2] for n in left], return_when=FIRST_COMPLETED)
                 continue
             left.remove(ready)

@@ -10,6 +10,7 @@ a run cut off anywhere is finished by the next `add`.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -147,7 +148,7 @@ class IngestPipeline:
                     progress.file_started(str(job.path))
                     with self.lock:
                         result = self._add_one(job, ahead, progress)
-                    job.data, job.parts = b"", []  # the next files' bytes, not every file's, stay in memory
+                    job.data, job.parts, job.cover = b"", [], None  # the next files', not every file's, stay in memory
                     report.results.append(result)
                     progress.file_finished(result)
         except BaseException:  # an interrupt: stop the workers now, what was written stays
@@ -307,7 +308,7 @@ class IngestPipeline:
         cut-off run left missing are made before the document is ready."""
         self._check_embedder()
         stage_times = times if times is not None else StageTimes()
-        timed = lambda: stage_times.stage("chunk embedding")  # noqa: E731
+        timed = functools.partial(stage_times.stage, "chunk embedding")
         embedder = self.parts.embedder()
         # Embedded already, or parsed with a graph begun by a run that embedded on workers: a build of its
         # hypergraph may have been cut off before its graph was written (which is one transaction); anything an
