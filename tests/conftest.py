@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +132,18 @@ def fake_client(fake_llm):
     )
     yield made
     made.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_model_cache() -> Iterator[None]:
+    """Every test, and every process a test starts, builds the embedding models into one cache: a test that
+    gives the user a new HOME would otherwise build the ONNX graph and distil the static model again (~20 s
+    each). Tests about a first run on an empty cache set their own HYPERFOLIO_CACHE or drop it."""
+    from hyperfolio.config import cache_dir
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HYPERFOLIO_CACHE", str(cache_dir()))
+        yield
 
 
 @pytest.fixture(scope="session")
