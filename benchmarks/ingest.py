@@ -30,6 +30,7 @@ import psutil
 
 from hyperfolio.collection import AddProgress, AddResult, Collection
 from hyperfolio.config import Settings
+from hyperfolio.embed.local import EMBEDDERS
 from hyperfolio.eval.datasets import DatasetMissing, data_root
 from hyperfolio.ingest.embedding import EMBEDDING_WAIT as WAIT
 from hyperfolio.ingest.embedding import WRITER_EMBEDDING
@@ -135,7 +136,7 @@ def print_stages(times: StageTimes, pages: int, elapsed: float) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--embedder", default="minilm", choices=["minilm", "minilm-int8", "model2vec"])
+    parser.add_argument("--embedder", default="minilm", choices=EMBEDDERS)
     parser.add_argument("--out", type=Path, default=None, help="collection dir (recreated)")
     parser.add_argument("--workers", type=int, default=-1, help="parsing processes (default -1: one per core)")
     parser.add_argument("--ray", default=None, help="parse on Ray: local, auto or an address")

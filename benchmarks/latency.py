@@ -39,7 +39,7 @@ from synthetic import Corpus, Density, PgServer, build_collection, duration, mea
 
 from hyperfolio.collection import Collection
 from hyperfolio.config import Settings
-from hyperfolio.embed.local import make_embedder
+from hyperfolio.embed.local import EMBEDDERS, make_embedder
 from hyperfolio.eval.datasets import DatasetMissing, load_mmlongbench
 from hyperfolio.eval.metrics import percentile
 from hyperfolio.store import open_store
@@ -230,7 +230,7 @@ def main() -> int:
     parser.add_argument(
         "--embedder",
         default="minilm",
-        choices=["minilm", "minilm-int8", "model2vec"],
+        choices=EMBEDDERS,
         help="query embedder for the synthetic collection",
     )
     parser.add_argument("--queries", type=int, default=150)

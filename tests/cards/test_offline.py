@@ -145,3 +145,53 @@ def test_markdown_document_card_from_its_chunks(tmp_path: Path):
     assert card.title == "Field Manual for Pump Station 4"
     assert card.doc_type == "manual"
     assert "Installation" in card.toc and "Maintenance" in card.toc
+
+
+def _filing_with_a_ruled_symbol_table(path: Path) -> Path:
+    """A 10-K cover whose class, trading symbol and exchange sit in a ruled table, as many SEC covers set them."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = 72.0
+    for text, size in [
+        ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION", 14),
+        ("FORM 10-K", 16),
+        ("ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934", 8),
+        ("For the fiscal year ended December 31, 2022", 8),
+        ("NORTHWIND TRADERS CORPORATION", 14),
+        ("(Exact name of registrant as specified in its charter)", 7),
+    ]:
+        page.insert_text((72, y), text, fontsize=size, fontname="helv")
+        y += size * 2.2
+    rows = [
+        ("Title of each class", "Trading Symbol", "Name of each exchange on which registered"),
+        ("Common Stock", "NWT", "New York Stock Exchange"),
+    ]
+    left, widths, height = 72.0, (150.0, 100.0, 218.0), 24.0
+    for r, row in enumerate(rows):
+        x = left
+        for width, cell in zip(widths, row, strict=True):
+            page.draw_rect(pymupdf.Rect(x, y + r * height, x + width, y + (r + 1) * height), width=0.8)
+            page.insert_text((x + 4, y + r * height + 15), cell, fontsize=8, fontname="helv")
+            x += width
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_the_card_from_the_pages_add_parsed_is_the_card_read_from_the_file(tmp_path: Path):
+    """`add` makes the cover from the pages it parsed with tables on; a ruled table's rows stay cover lines."""
+    from hyperfolio.cards.cover import pdf_cover, read_cover
+    from hyperfolio.cards.offline import card_from_cover
+    from hyperfolio.config import ParseOptions
+    from hyperfolio.parse import read_file, read_pages
+
+    path = _filing_with_a_ruled_symbol_table(tmp_path / "filing.pdf")
+    data = read_file(path)
+    parsed = read_pages(path, data, ParseOptions(), [0])
+    assert any(item.kind == "table" for page in parsed.pages for item in page.items)  # the table was found
+    from_add = card_from_cover(pdf_cover(path, data, parsed.pages, 1), kind="pdf")
+    from_file = card_from_cover(read_cover(path), kind="pdf")
+    assert from_add == from_file
+    assert from_add.aliases == ["NWT"] and from_add.organisation == "NORTHWIND TRADERS CORPORATION"

@@ -129,6 +129,20 @@ def test_minilm_int8_stays_close():
     assert (vectors * expected).sum(axis=1).min() > 0.95  # measured 0.98-0.99: close, not equal
 
 
+def test_a_short_window_reads_only_the_first_tokens(embedder):
+    """`minilm-128` is `minilm` on texts within 128 tokens, and on a longer text the vector of its first 128."""
+    short = "The wind farm produced more electricity this year."
+    head = " ".join(f"turbine{i} blade" for i in range(60))  # far past 128 word pieces
+    long = head + " " + " ".join("chocolate cake recipe" for _ in range(60))
+    windowed = make_embedder("minilm-128")
+    assert windowed.name == "minilm-128" and make_embedder("minilm-int8-128").name == "minilm-int8-128"
+    ours, full = windowed.embed([short, long]), embedder.embed([short, long])
+    assert float(ours[0] @ full[0]) > 0.9999  # nothing cut: the same vector
+    assert float(ours[1] @ full[1]) < 0.98  # the cake half is never read ...
+    truncated = embedder.embed([embedder._model.tokenizer.decode(windowed._model.token_ids([long])[0][1:-1])])
+    assert float(ours[1] @ truncated[0]) > 0.999  # ... what is read is the first 128 tokens
+
+
 _NO_TORCH = """
 import json, sys
 from pathlib import Path

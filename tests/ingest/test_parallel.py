@@ -83,7 +83,7 @@ def test_workers_build_what_in_process_parsing_builds(tmp_path, embedder, pdf_wr
         assert "embedding wait" not in first.results[0].stage_seconds
     totals = pooled.stats()["stage_seconds"]
     assert totals["text"] > 0 and totals["chunk embedding"] > 0
-    # The cards were read from the covers on the workers: the same as the writer reads.
+    # The cards come from the pages the workers parsed: the same as from the pages parsed here.
     cards = [{d.source: d.meta.get("card") for d in c.store.list_documents()} for c in (inline, pooled)]
     assert cards[0] == cards[1] and all(cards[0].values())
     inline.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hyperfolio.config import ParseOptions
 from hyperfolio.model import Document
-from hyperfolio.parse.pdf.items import PageData
+from hyperfolio.parse.pdf.items import Item, PageData
 
 COVER_PAGES = 6  # an SEC cover may follow a glossy one, and a printed contents page the cover
 # Reading the cover only: tables and figure OCR cost time and add nothing a card needs.
@@ -71,24 +71,27 @@ class Cover:
         return "\n".join(page.text for page in self.pages)
 
 
+def _item_lines(item: Item, page: int, height: float) -> list[CoverLine]:
+    """What a person reads of one pass-1 item: a text segment is a line; a table, one line per row (an SEC
+    cover sets the registrant's names and numbers in a table, which a reader with tables on finds as one)."""
+    top, bottom = item.bbox[1] / height, item.bbox[3] / height
+    if item.kind == "text" and item.text.strip():
+        text = " ".join(item.text.split())
+        return [CoverLine(text, page, top, bottom, item.size, item.bold, item.vertical)]
+    rows = item.block.table if item.kind == "table" and item.block is not None else None
+    if not rows:
+        return []
+    step = (bottom - top) / len(rows)
+    texts = [" ".join(" ".join(cell.split()) for cell in row if cell and cell.strip()) for row in rows]
+    return [CoverLine(t, page, top + i * step, top + (i + 1) * step) for i, t in enumerate(texts) if t]
+
+
 def cover_from_pdf_pages(pages: Sequence[PageData], page_count: int = 0) -> Cover:
     """A cover from the PDF reader's pass-1 pages (`hyperfolio.parse.read_pages`), first pages first."""
     out = []
     for page in sorted(pages, key=lambda p: p.number):
         height = page.height or 1.0
-        lines = [
-            CoverLine(
-                text=" ".join(item.text.split()),
-                page=page.number,
-                top=item.bbox[1] / height,
-                bottom=item.bbox[3] / height,
-                size=item.size,
-                bold=item.bold,
-                vertical=item.vertical,
-            )
-            for item in page.items
-            if item.kind == "text" and item.text.strip()
-        ]
+        lines = [line for item in page.items for line in _item_lines(item, page.number, height)]
         images = page.image_count or sum(1 for item in page.items if item.kind == "image")
         out.append(CoverPage(page.number, page.width, page.height, lines, page.ocr, images))
     return Cover(out, page_count or len(out))
@@ -119,12 +122,20 @@ def read_cover(
     costs a few pages), with its metadata title and outline. `data`: the file's bytes, when read already
     (or decrypted)."""
     from hyperfolio.parse import read_file, read_pages
-    from hyperfolio.parse.pdf import open_pdf
 
     data = read_file(path) if data is None else data
+    count = _page_count(path, data)
+    part = read_pages(path, data, options, list(range(min(first, count))))
+    return pdf_cover(path, data, part.pages, count)
+
+
+def pdf_cover(path: Path, data: bytes, pages: Sequence[PageData], page_count: int) -> Cover:
+    """A PDF's cover from pass-1 pages already read (`add` reads them anyway: only the first `COVER_PAGES`
+    are kept), with the file's metadata title and outline."""
+    from hyperfolio.parse.pdf import open_pdf
+
     doc = open_pdf(path, data)
     try:
-        count = doc.page_count
         title = str((doc.metadata or {}).get("title") or "")
         try:
             outline = [(int(level), " ".join(str(name).split())) for level, name, _ in doc.get_toc(simple=True)]
@@ -132,8 +143,17 @@ def read_cover(
             outline = []
     finally:
         doc.close()
-    part = read_pages(path, data, options, list(range(min(first, count))))
-    cover = cover_from_pdf_pages(part.pages, count)
+    cover = cover_from_pdf_pages([p for p in pages if p.number <= COVER_PAGES], page_count)
     cover.metadata_title = title
     cover.outline = [(level, name) for level, name in outline if name]
     return cover
+
+
+def _page_count(path: Path, data: bytes) -> int:
+    from hyperfolio.parse.pdf import open_pdf
+
+    doc = open_pdf(path, data)
+    try:
+        return int(doc.page_count)
+    finally:
+        doc.close()

@@ -129,8 +129,8 @@ def card_from_cover(cover: Cover, document: Document | None = None, kind: str = 
 
 
 def document_cover(document: Document) -> Cover:
-    """A parsed document's cover. A PDF's is read by layout from the file's first pages (`add` with workers
-    reads it on one: `ingest.parse_ahead.cover_part`); other formats', and PDFs' whose file is gone, from
+    """A parsed document's cover. A PDF's is read by layout from the file's first pages (`add` makes it from
+    the pages parsing read: `cards.cover.pdf_cover`); other formats', and PDFs' whose file is gone, from
     their chunks."""
     cover: Cover | None = None
     if document.kind == "pdf" and Path(document.source).is_file():

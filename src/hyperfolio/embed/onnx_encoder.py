@@ -282,7 +282,8 @@ class OnnxSentenceEncoder:
     """Mean-pooled sentence vectors of a packaged BERT model (not normalised), on onnxruntime's CPU provider.
 
     Texts are sorted by token count before batching, so each batch pads to a similar length; the output keeps
-    the input order. `threads=0` lets onnxruntime pick the intra-op thread count; `stem` names the cached graph.
+    the input order. `threads=0` lets onnxruntime pick the intra-op thread count; `stem` names the cached graph;
+    `max_length` reads fewer tokens of each text than the model could.
     """
 
     def __init__(
@@ -294,13 +295,14 @@ class OnnxSentenceEncoder:
         threads: int = 0,
         batch_size: int = 64,
         stem: str = "encoder",
+        max_length: int | None = None,
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         _check_mean_pooling(model_dir)
         self.config = BertConfig.read(model_dir)
-        self.max_length = min(max_seq_length(model_dir), self.config.max_positions)
+        self.max_length = min(max_seq_length(model_dir), self.config.max_positions, max_length or 1 << 30)
         self.batch_size = batch_size
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()  # padding is done per batch, after sorting

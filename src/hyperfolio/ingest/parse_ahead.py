@@ -57,11 +57,15 @@ def _source_bytes(source: str | bytes, name: str, fingerprint: tuple[int, int]) 
     return Path(source).read_bytes()
 
 
-def cover_part(source: str | bytes, name: str, fingerprint: tuple[int, int]) -> Cover:
-    """Task function: a PDF's cover as its card reads it (`read_cover`), so the writer need not read it."""
-    from hyperfolio.cards.cover import read_cover
+def _cover_of(job: FileJob, parts: Sequence[Any]) -> Cover | None:
+    """The card's cover from the first pages pass 1 read for the index: no second reading of the file."""
+    from hyperfolio.cards.cover import pdf_cover
 
-    return read_cover(Path(name), data=_source_bytes(source, name, fingerprint))
+    try:
+        return pdf_cover(job.path, job.data, [page for part in parts for page in part.pages], job.pages)
+    except Exception as exc:  # the card reads the cover itself, and reports what is wrong
+        log.debug("%s: no cover from the parsed pages: %s", job.path, exc)
+        return None
 
 
 def parse_part(
@@ -95,7 +99,7 @@ class FileJob:
     error: Exception | None = None  # unreadable file: reported when the writer reaches it
     parse: bool = True  # False when the store (or an earlier file of this run) holds this content
     parts: list[Future] = field(default_factory=list)
-    cover: Future | None = None  # the PDF's cover for its card, read on a worker
+    cover: Cover | None = None  # the PDF's cover for its card, from its first pass-1 pages
     generation: int = 0  # which pool the parts went to
     prepared: bool = False
     password: Password | None = field(default=None, repr=False)  # for encrypted files; kept nowhere else
@@ -203,7 +207,6 @@ class ParseAhead:
         if job.unlocked and isinstance(source, str):  # a path: the workers would read the encrypted file
             source = job.data
         job.generation = self.generation
-        job.cover = executor.submit(cover_part, source, str(job.path), job.fingerprint)
         batches = [list(range(start, min(start + size, job.pages))) for start in range(0, job.pages, size)]
         job.parts = [
             executor.submit(parse_part, source, str(job.path), self.options, numbers, job.fingerprint)
@@ -221,6 +224,8 @@ class ParseAhead:
         parts = self._read_here(job, on_page) if job.pdf and not job.parts else self._parts(job, on_page)
         for part in parts:
             times.merge(part.times)
+        if parts:
+            job.cover = _cover_of(job, parts)
         with times.stage("assemble" if parts else "text"):
             doc = finish_document(
                 job.path, job.data, self.options, parts or None, on_page=on_page, content_hash=job.content_hash
@@ -231,14 +236,9 @@ class ParseAhead:
 
     @staticmethod
     def cover(job: FileJob) -> Cover | None:
-        """The job's cover when a worker read it (None: none did, or it failed; the card reads it then)."""
-        if job.cover is None:
-            return None
-        try:
-            return job.cover.result()
-        except Exception as exc:  # the card reads it in the writer, where its error is reported
-            log.debug("%s: the cover was not read on a worker: %s", job.path, exc)
-            return None
+        """The job's cover, made from the pages parsing read (None: not a PDF, or it could not be made; the card
+        reads it then)."""
+        return job.cover
 
     def _read_here(self, job: FileJob, on_page: Callable[[int, int], None] | None) -> list[Any]:
         """In this process, page by page, with progress (no workers, or none that can start)."""
