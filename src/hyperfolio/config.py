@@ -150,7 +150,7 @@ class Settings:
     concept: ConceptOptions = field(default_factory=ConceptOptions)
     topdown: TopDownOptions = field(default_factory=TopDownOptions)
     models: ModelOptions = field(default_factory=ModelOptions)
-    embedder: str = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2); "-int8" weights, "-128" window: faster; "model2vec"
+    embedder: str = "minilm"  # packaged all-MiniLM-L6-v2; "-int8" weights, "-128" window: faster; or "model2vec"
     embed_batch: int = 64
     workers: int = 0  # processes that parse and embed for add: 0 in-process (the API default), -1 one per core
     ray: str = ""  # parse on Ray instead: "local", "auto" or a cluster address

@@ -599,6 +599,14 @@ def test_hypergraph_reads(store):
     assert store.provenance("hyperedge", ["h_fact3"]) == {
         "h_fact3": [("north:1:0", "north", 1), ("baltic:1:0", "baltic", 1)]
     }
+    # Within documents: the same rows, in the same order, only those documents' (a question's scope).
+    assert store.provenance("entity", ["e_baltic", "e_turbine"], ["baltic"]) == {
+        item: [row for row in rows if row[1] == "baltic"]
+        for item, rows in store.provenance("entity", ["e_baltic", "e_turbine"]).items()
+        if any(row[1] == "baltic" for row in rows)
+    }
+    assert store.provenance("entity", ["e_baltic"], ["north"]) == {"e_baltic": [("north:1:1", "north", 1)]}
+    assert store.provenance("hyperedge", ["h_fact3"], ["nowhere"]) == {}
     assert store.entities_by_norm_name(["north sea", "nope"]) == {"north sea": "e_northsea"}
     assert store.entities_matching("The North Sea") == ["e_northsea"]
     assert store.entities_matching("MW") == ["e_1850", "e_1120"]  # contains, in insertion order

@@ -84,7 +84,8 @@ def eval_command(
     out: Annotated[Path, typer.Option("--out", help="Directory for reports and caches.")] = Path("eval-out"),
     limit: Annotated[int | None, typer.Option("--limit", help="Evaluate only the first N questions.")] = None,
     embedder: Annotated[
-        str | None, typer.Option("--embedder", help="minilm, minilm-int8, minilm-128, minilm-int8-128 or model2vec (default: settings).")
+        str | None,
+        typer.Option("--embedder", help="minilm (-int8, -128, -int8-128) or model2vec (default: settings)."),
     ] = None,
     answers: Annotated[
         bool, typer.Option("--answers", help="Also answer each question and score EM / F1 / inclusion.")

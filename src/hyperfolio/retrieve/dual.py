@@ -28,6 +28,7 @@ from hyperfolio.retrieve.graph_paths import (
     ranked,
     searchable_scope,
     spread_to_edges,
+    store_scope,
     theme_keyword_edges,
 )
 from hyperfolio.retrieve.rankings import fuse_with_flat
@@ -56,7 +57,7 @@ def dual_paths(query: Query, ctx: RetrievalContext) -> tuple[dict[str, float], G
 
     scope = searchable_scope(query, ctx)
     scores, edges, prov = edge_chunk_scores(edge_score, ctx, scope)
-    entity_prov = store.provenance("entity", list(hits.entity_score))
+    entity_prov = store.provenance("entity", list(hits.entity_score), store_scope(scope))
     add_scores(scores, chunk_scores(hits.entity_score, entity_prov, scope, factor=0.5))
     hits.edge_score = dict(edge_score)
     hits.edges = sorted(edges, key=lambda e: -edge_score[e.edge_id] * e.strength)

@@ -37,6 +37,7 @@ from hyperfolio.retrieve.graph_paths import (
     ranked,
     searchable_scope,
     spread_to_edges,
+    store_scope,
     theme_keyword_edges,
 )
 from hyperfolio.retrieve.rankings import Ranking, bm25_ranking, dense_ranking, query_vector, reciprocal_rank_fusion
@@ -101,7 +102,7 @@ def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], d
         edges = spread_to_edges(entity_score, ctx, ENTITY_LEVELS)
         edge_score = {e: sum(shares.values()) for e, shares in edges.items()}
         by_edges = edge_chunk_ranking(edge_score, ctx, scope)
-        entity_prov = ctx.store.provenance("entity", list(entity_score))
+        entity_prov = ctx.store.provenance("entity", list(entity_score), store_scope(scope))
         by_entities = chunk_scores(entity_score, entity_prov, scope, factor=0.5)
         out["entity"] = ranked(add_scores(by_edges, by_entities))[:DEPTH]
 
@@ -120,7 +121,7 @@ def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], d
 
     with ctx.times.stage("source:theme"):
         themes = matched_themes(query, ctx, keywords.high, ctx.topdown.themes)
-        theme_prov = ctx.store.provenance("hyperedge", list(themes))
+        theme_prov = ctx.store.provenance("hyperedge", list(themes), store_scope(scope))
         theme_chunks: dict[str, float] = {}
         for theme, score in themes.items():
             for chunk, doc, _ in theme_prov.get(theme, []):

@@ -98,6 +98,16 @@ def searchable_scope(query: Query, ctx: RetrievalContext) -> set[str]:
     return ctx.kept(("ready-ids",), lambda: {d.doc_id for d in ctx.ready_documents()})
 
 
+PUSHED_SCOPE = 64  # a scope of at most this many documents limits provenance reads in the store itself
+
+
+def store_scope(scope: set[str] | None) -> list[str] | None:
+    """The scope as the store's document filter when it is a few documents (a question's own): a name
+    common across a large collection then costs its evidence in those documents, not in all. A wider
+    scope is filtered here (`in_scope`), where the result is the same."""
+    return sorted(scope) if scope is not None and len(scope) <= PUSHED_SCOPE else None
+
+
 def in_scope(prov: Provenance, item: str, scope: set[str] | None) -> list[tuple[str, str, int]]:
     return [p for p in prov.get(item, []) if scope is None or p[1] in scope]
 
@@ -118,7 +128,7 @@ def edge_chunk_scores(
 ) -> tuple[dict[str, float], list[Hyperedge], Provenance]:
     """The best `limit` hyperedges pass score x strength to their chunks: (chunk scores, edges, provenance)."""
     edges = ctx.store.get_hyperedges(sorted(edge_score, key=lambda e: -edge_score[e])[:limit])
-    prov = ctx.store.provenance("hyperedge", [e.edge_id for e in edges])
+    prov = ctx.store.provenance("hyperedge", [e.edge_id for e in edges], store_scope(scope))
     return chunk_scores({e.edge_id: edge_score[e.edge_id] * e.strength for e in edges}, prov, scope), edges, prov
 
 
@@ -128,7 +138,7 @@ def edge_chunk_ranking(
     """`edge_chunk_scores` without loading the hyperedges themselves: their strengths suffice."""
     chosen = sorted(edge_score, key=lambda e: -edge_score[e])[:limit]
     strength = ctx.store.hyperedge_strengths(chosen)
-    prov = ctx.store.provenance("hyperedge", chosen)
+    prov = ctx.store.provenance("hyperedge", chosen, store_scope(scope))
     return chunk_scores({e: edge_score[e] * strength[e] for e in chosen if e in strength}, prov, scope)
 
 

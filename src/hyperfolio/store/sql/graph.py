@@ -139,14 +139,23 @@ class GraphTables(LayerTables):
             out.setdefault(entity, []).append(edge)
         return out
 
-    def provenance(self, kind: str, item_ids: Sequence[str]) -> dict[str, list[tuple[str, str, int]]]:
-        """item -> [(chunk_id, doc_id, page)] for entities or hyperedges."""
+    def provenance(
+        self, kind: str, item_ids: Sequence[str], doc_ids: Sequence[str] | None = None
+    ) -> dict[str, list[tuple[str, str, int]]]:
+        """item -> [(chunk_id, doc_id, page)] for entities or hyperedges; only in `doc_ids` when given (a name
+        common across a large collection has evidence in thousands of documents, a question asks of a few)."""
         out: dict[str, list[tuple[str, str, int]]] = {}
+        scope, extra = "", list[Any]([kind])
+        if doc_ids is not None:
+            test, docs = self.dialect.among(list(doc_ids))
+            scope, extra = f" AND doc_id {test}", [kind, *docs]
         for item, chunk, doc, page in self._in_query(
-            "SELECT item_id, chunk_id, doc_id, page FROM provenance WHERE item_kind = ? AND item_id {ids}"
+            "SELECT item_id, chunk_id, doc_id, page FROM provenance WHERE item_kind = ?"
+            + scope
+            + " AND item_id {ids}"
             + self.dialect.stated(" ORDER BY item_id, seq"),
             item_ids,
-            [kind],
+            extra,
         ):
             out.setdefault(item, []).append((chunk, doc, page))
         return out
