@@ -136,7 +136,7 @@ def print_stages(times: StageTimes, pages: int, elapsed: float) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--embedder", default="minilm", choices=EMBEDDERS)
+    parser.add_argument("--embedder", default=Settings().embedder, choices=EMBEDDERS)
     parser.add_argument("--out", type=Path, default=None, help="collection dir (recreated)")
     parser.add_argument("--workers", type=int, default=-1, help="parsing processes (default -1: one per core)")
     parser.add_argument("--ray", default=None, help="parse on Ray: local, auto or an address")

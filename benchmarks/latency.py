@@ -229,7 +229,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--embedder",
-        default="minilm",
+        default=Settings().embedder,
         choices=EMBEDDERS,
         help="query embedder for the synthetic collection",
     )

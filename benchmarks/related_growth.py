@@ -162,7 +162,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=10, help="documents to add (default 10)")
     parser.add_argument("--max-pages", type=int, default=0, help="index only each document's first N pages")
     parser.add_argument("--backend", default="sqlite", choices=["sqlite", "postgres"])
-    parser.add_argument("--embedder", default="minilm", choices=EMBEDDERS)
+    parser.add_argument("--embedder", default=Settings().embedder, choices=EMBEDDERS)
     parser.add_argument("--workers", type=int, default=0, help="parsing processes (default 0: in-process)")
     parser.add_argument("--alone", action="store_true", help="then index the last document alone, to compare")
     parser.add_argument("--out", type=Path, default=Path("bench-out/related-growth"), help="work folder (recreated)")
