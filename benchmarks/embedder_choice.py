@@ -3,13 +3,13 @@
     python benchmarks/embedder_choice.py --mm bench-out/dev-mm --qasper bench-out/dev-qasper --fb bench-out/dev-fb \
         --variants minilm,minilm-int8,minilm-128,minilm-int8-128,model2vec --out bench-out/embedders
 
-The dev collections (built with the default `minilm`) are copied once per variant and only their chunk vectors
-are made again with that variant, so every variant ranks the same chunks, graph and cards: what differs is the
-chunk embedder alone. Each variant's `auto` is judged as `train_ranker.py` judges the ranker that ships (one
-linear ranker per layout with the document features, each question weighing the same, C 0.05), by 5-fold
-cross-validation with whole documents held out across the three sets, in both scopes. Cost is one core's
-milliseconds per chunk on the same first `--sample` chunks of each set (longest first, as `add` batches
-them), and the share of a page's ingest seconds that it would save or add comes from `benchmarks/ingest.py`.
+The dev collections (built with one embedder, read from their record) are copied once per other variant and
+only their chunk vectors are made again with that variant, so every variant ranks the same chunks, graph and
+cards: what differs is the chunk embedder alone. Each variant's `auto` is judged as `train_ranker.py` judges
+the ranker that ships (one linear ranker per layout with the document features, each question weighing the
+same, C 0.05), by 5-fold cross-validation with whole documents held out across the three sets, in both
+scopes. Cost is one core's milliseconds per chunk on the same first `--sample` chunks of each set (longest
+first, as `add` batches them); what that does to ingest, `benchmarks/ingest.py --embedder` measures.
 Skips with a message when the data or a collection is absent.
 """
 
@@ -30,7 +30,6 @@ from hyperfolio.eval.datasets import DatasetMissing
 from hyperfolio.ingest.embedding import EMBED_BATCH_CHUNKS, embed_chunks, embedding_text
 from hyperfolio.store.base import CHUNK_SPACE
 
-BASE = "minilm"  # what the dev collections were built with
 SHIPPED = Config(per_layout=True, model="lr", document=True, weighting="questions")
 DONE = "embedded.json"  # written into a variant's copy once all its chunk vectors are made
 
@@ -53,6 +52,17 @@ def variant_copy(base: Path, target: Path, variant: str) -> dict[str, float]:
     done.write_text(json.dumps(record))
     print(f"  {target}: {len(chunks)} chunks embedded with {variant} in {record['seconds']:.0f} s", flush=True)
     return record
+
+
+def built_with(bases: dict[str, Path]) -> str:
+    """The one embedder all the dev collections were built with (a variant equal to it needs no copy)."""
+    names = set()
+    for path in bases.values():
+        with Collection(path) as col:
+            names.add(col.embedder_name)
+    if len(names) != 1:
+        raise SystemExit(f"the dev collections were built with different embedders: {', '.join(sorted(names))}")
+    return names.pop()
 
 
 def one_core_ms(directory: Path, variants: list[str], sample: int) -> dict[str, float]:
@@ -101,12 +111,13 @@ def main() -> int:
     if missing := [str(p) for p in bases.values() if not (p / "hyperfolio.db").exists()]:
         print(f"skipped: no dev collection at {', '.join(missing)} (build them with benchmarks/ingest.py / eval)")
         return 0
+    base = built_with(bases)
     cost = {dataset: one_core_ms(path, variants, args.sample) for dataset, path in bases.items()}
     results = {}
     for variant in variants:
         print(f"{variant}:", flush=True)
-        dirs = bases if variant == BASE else {d: args.out / variant / d for d in bases}
-        for dataset in bases if variant != BASE else ():
+        dirs = bases if variant == base else {d: args.out / variant / d for d in bases}
+        for dataset in bases if variant != base else ():
             variant_copy(bases[dataset], dirs[dataset], variant)
         try:
             results[variant] = held_out_recall(dirs, args.out / variant / "rows", args.cache, args.folds)

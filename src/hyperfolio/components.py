@@ -172,7 +172,8 @@ class ComponentSet:
         with self.lock:
             if self._embedder is None:
                 stored = self.store.get_meta("embedder")
-                if stored and stored != self.settings.embedder:
+                if stored and stored != self.settings.embedder != Settings().embedder:
+                    # Said only when the user chose another embedder: the default changing is not news.
                     log.warning(
                         "collection %s was embedded with %r; using it instead of %r",
                         self.folder,

@@ -150,7 +150,9 @@ class Settings:
     concept: ConceptOptions = field(default_factory=ConceptOptions)
     topdown: TopDownOptions = field(default_factory=TopDownOptions)
     models: ModelOptions = field(default_factory=ModelOptions)
-    embedder: str = "minilm"  # packaged all-MiniLM-L6-v2; "-int8" weights, "-128" window: faster; or "model2vec"
+    # Chunk embedder: packaged all-MiniLM-L6-v2 with int8 weights reading a chunk's first 128 tokens (2.2x
+    # faster than "minilm", full precision and 256 tokens); "minilm", "minilm-int8", "minilm-128", "model2vec".
+    embedder: str = "minilm-int8-128"
     embed_batch: int = 64
     workers: int = 0  # processes that parse and embed for add: 0 in-process (the API default), -1 one per core
     ray: str = ""  # parse on Ray instead: "local", "auto" or a cluster address
