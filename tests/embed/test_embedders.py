@@ -266,3 +266,19 @@ def test_embedders_can_be_shared_between_threads(name):
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+@pytest.mark.parametrize(("configured", "warned"), [(None, False), ("model2vec", True)])
+def test_a_collection_keeps_its_embedder_and_says_so_only_when_another_was_chosen(tmp_path, caplog, configured, warned):
+    """An old collection opened under a new default embeds questions as its chunks were, without a warning;
+    a user who configured another embedder is told which one is used."""
+    from hyperfolio import Collection
+    from hyperfolio.config import Settings
+
+    with Collection(tmp_path / "old") as col:
+        col.store.set_meta("embedder", "minilm")
+    settings = Settings.load(user=False, **({"embedder": configured} if configured else {}))
+    with caplog.at_level("WARNING"), Collection(tmp_path / "old", settings=settings) as col:
+        assert col.embedder.name == "minilm"
+    said = [r.getMessage() for r in caplog.records if "was embedded with" in r.getMessage()]
+    assert bool(said) == warned, said
