@@ -106,10 +106,11 @@ class _LazyEmbedder:
 class MiniLMEmbedder(_LazyEmbedder):
     """all-MiniLM-L6-v2 on onnxruntime's CPU provider (384 dimensions), equal to sentence-transformers' vectors.
 
-    `quantize=True` runs int8 weights: 1.5-1.7x the throughput, but vectors move (mean cosine 0.993 to float, top-10
-    neighbours 91% the same), so it is off by default and a collection must not mix the two. `window` (tokens,
-    0: the model's 256) cuts what is read of each text: 128 reads a 200-word chunk's first ~95 words at about
-    1.7x the speed. `threads=0` lets onnxruntime choose.
+    `quantize=True` runs int8 weights: 1.5-1.7x the throughput (more on CPUs with VNNI), but vectors move (mean
+    cosine 0.993 to float, top-10 neighbours 91% the same), so a collection must not mix the two. `window`
+    (tokens, 0: the model's 256) cuts what is read of each text: 128 reads a 200-word chunk's first ~95 words at
+    about 1.7x the speed. Both together are the default chunk embedder (`minilm-int8-128`: held-out `auto`
+    recall as full MiniLM's, benchmarks/embedder_choice.py). `threads=0` lets onnxruntime choose.
     """
 
     name = "minilm"
