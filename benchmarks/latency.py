@@ -237,6 +237,9 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path("bench-out"), help="where the SQLite collections go")
     parser.add_argument("--pgdata", type=Path, default=Path("bench-out/pgdata"), help="PostgreSQL data directory")
     parser.add_argument("--rebuild", action="store_true", help="build the synthetic collections even if cached")
+    parser.add_argument(
+        "--build-only", action="store_true", help="build (or find) the synthetic collections, measure nothing"
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -264,10 +267,11 @@ def main() -> int:
                 questions = [(q, "") for q, _ in scoped]
             n_chunks = dev.store.count_chunks()
             label = f"dev ({n_chunks:,} chunks, {dev.stats()['embedder']})"
-            print(f"measuring {label} ...", flush=True)
             kinds = STRATEGIES if dev.stats()["hyperedges"] else FLAT
-            rows.append(Row(label, "sqlite", "scoped", measure(dev, scoped, kinds)))
-            rows.append(Row(label, "sqlite", "unscoped", measure(dev, [(q, None) for q, _ in scoped], kinds)))
+            if not args.build_only:
+                print(f"measuring {label} ...", flush=True)
+                rows.append(Row(label, "sqlite", "scoped", measure(dev, scoped, kinds)))
+                rows.append(Row(label, "sqlite", "unscoped", measure(dev, [(q, None) for q, _ in scoped], kinds)))
             corpus = Corpus.from_store(dev.store, args.seed, dim, label=args.dev.name)
             density = measure_density(dev.store, label=args.dev.name)
     if corpus is None:
@@ -302,6 +306,9 @@ def main() -> int:
                 folder = None
             if cached:
                 print(f"  {backend}: reusing {plan.name} (built in {build_s or 0:,.0f} s)", flush=True)
+            if args.build_only:
+                print(f"  {backend}: ready after {duration(time.perf_counter() - began)}", flush=True)
+                continue
             print(f"  {backend}: ready after {duration(time.perf_counter() - began)}; measuring ...", flush=True)
             label = f"synthetic ({args.chunks:,} chunks)"
             with Collection(location, settings=settings, folder=folder) as syn:
