@@ -306,10 +306,10 @@ def main() -> int:
                 folder = None
             if cached:
                 print(f"  {backend}: reusing {plan.name} (built in {build_s or 0:,.0f} s)", flush=True)
+            ready = f"  {backend}: ready after {duration(time.perf_counter() - began)}"
+            print(ready if args.build_only else f"{ready}; measuring ...", flush=True)
             if args.build_only:
-                print(f"  {backend}: ready after {duration(time.perf_counter() - began)}", flush=True)
                 continue
-            print(f"  {backend}: ready after {duration(time.perf_counter() - began)}; measuring ...", flush=True)
             label = f"synthetic ({args.chunks:,} chunks)"
             with Collection(location, settings=settings, folder=folder) as syn:
                 began = time.perf_counter()
