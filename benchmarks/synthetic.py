@@ -573,6 +573,13 @@ class PgServer:
             self._admin(f'CREATE DATABASE "{name}"')
         return self.uri(name)
 
+    def configure(self, setting: str, value: str) -> None:
+        """Set a server setting for this and later runs (ALTER SYSTEM, then a reload)."""
+        if not re.fullmatch(r"\w+", setting) or not re.fullmatch(r"[\w.]+", value):
+            raise ValueError(f"not a PostgreSQL setting and value: {setting} = {value}")
+        self._admin(f"ALTER SYSTEM SET {setting} = '{value}'")  # a utility statement: no bound parameters
+        self._admin("SELECT pg_reload_conf()")
+
     def drop_database(self, name: str) -> None:
         self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

@@ -15,7 +15,8 @@ import numpy as np
 import pymupdf
 import pytest
 
-from hyperfolio.embed.local import MiniLMEmbedder
+from hyperfolio.config import Settings
+from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder, make_embedder
 
 
 def _load_fake_server():
@@ -147,7 +148,15 @@ def one_model_cache() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def embedder() -> MiniLMEmbedder:
+def embedder() -> MiniLMEmbedder | Model2VecEmbedder:
+    """The default chunk embedder, as a collection made with default settings would load it (a
+    collection records its embedder's name, so a test sharing this one must share the default's)."""
+    return make_embedder(Settings().embedder)
+
+
+@pytest.fixture(scope="session")
+def minilm_fp32() -> MiniLMEmbedder:
+    """Full-precision MiniLM on its whole 256-token window: the one sentence-transformers' vectors equal."""
     return MiniLMEmbedder()
 
 

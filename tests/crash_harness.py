@@ -317,9 +317,11 @@ def run_driver(
 def prepare_models() -> None:
     """Build the embedders' cached files once (the ONNX graph, the distilled static model), so that no run
     spends its calls preparing them and every run makes the same calls."""
-    from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder
+    from hyperfolio.config import Settings
+    from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder, make_embedder
 
     MiniLMEmbedder().embed(["warm up"])
+    make_embedder(Settings().embedder).embed(["warm up"])
     Model2VecEmbedder().embed(["warm up"])
 
 

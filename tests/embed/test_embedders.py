@@ -44,18 +44,18 @@ def reference() -> tuple[list[str], np.ndarray]:
     return texts, np.load(FIXTURES / "minilm_reference.npy")
 
 
-def test_minilm_equals_sentence_transformers(embedder):
+def test_minilm_equals_sentence_transformers(minilm_fp32):
     texts, expected = reference()
     assert any(len(t.split()) > 256 for t in texts)  # one text is truncated at sentence-transformers' 256 tokens
-    vectors = embedder.embed(texts)
+    vectors = minilm_fp32.embed(texts)
     assert vectors.dtype == np.float32
     assert np.abs(vectors - expected).max() < REFERENCE_ATOL
     assert (vectors * expected).sum(axis=1).min() > REFERENCE_MIN_COSINE
 
 
-def test_minilm_keeps_input_order_across_sorted_batches(embedder):
+def test_minilm_keeps_input_order_across_sorted_batches(minilm_fp32):
     texts, _ = reference()
-    one_by_one = np.stack([embedder.embed([t])[0] for t in texts])  # no padding at all
+    one_by_one = np.stack([minilm_fp32.embed([t])[0] for t in texts])  # no padding at all
     assert np.abs(MiniLMEmbedder(batch_size=2).embed(texts) - one_by_one).max() < 1e-5
 
 
@@ -129,17 +129,17 @@ def test_minilm_int8_stays_close():
     assert (vectors * expected).sum(axis=1).min() > 0.95  # measured 0.98-0.99: close, not equal
 
 
-def test_a_short_window_reads_only_the_first_tokens(embedder):
+def test_a_short_window_reads_only_the_first_tokens(minilm_fp32):
     """`minilm-128` is `minilm` on texts within 128 tokens, and on a longer text the vector of its first 128."""
     short = "The wind farm produced more electricity this year."
     head = " ".join(f"turbine{i} blade" for i in range(60))  # far past 128 word pieces
     long = head + " " + " ".join("chocolate cake recipe" for _ in range(60))
     windowed = make_embedder("minilm-128")
     assert windowed.name == "minilm-128" and make_embedder("minilm-int8-128").name == "minilm-int8-128"
-    ours, full = windowed.embed([short, long]), embedder.embed([short, long])
+    ours, full = windowed.embed([short, long]), minilm_fp32.embed([short, long])
     assert float(ours[0] @ full[0]) > 0.9999  # nothing cut: the same vector
     assert float(ours[1] @ full[1]) < 0.98  # the cake half is never read ...
-    truncated = embedder.embed([embedder._model.tokenizer.decode(windowed._model.token_ids([long])[0][1:-1])])
+    truncated = minilm_fp32.embed([minilm_fp32._model.tokenizer.decode(windowed._model.token_ids([long])[0][1:-1])])
     assert float(ours[1] @ truncated[0]) > 0.999  # ... what is read is the first 128 tokens
 
 

@@ -766,12 +766,38 @@ def test_layers(store):
     assert layer["conflict_decisions"] == {"dropped": 1, "kept": 1, "merged": 1, "revised": 1}
 
 
+def test_concept_top_chunks_equals_the_walk_on_many_concepts(store):
+    """Many concepts sharing chunks, levels with ties and gaps, a document not ready: the store's ranking
+    gives exactly the walk's first `limit` chunks, whatever the limit."""
+    rng = np.random.default_rng(11)
+    names = [f"concept {i}" for i in range(12)]
+    for d in range(3):
+        doc = f"d{d}"
+        chunks = [chunk(doc, 1 + i // 5, i % 5, "text", f"text {doc} {i}") for i in range(15)]
+        store.write_document(document(doc, [chunks[p * 5 : p * 5 + 5] for p in range(3)]))
+        store.set_stage(doc, STAGE_READY if d < 2 else STAGE_PARSED)
+        entities = []
+        for i in range(20):
+            name = f"{doc} thing {i}"
+            entity = Entity(f"e_{doc}_{i}", name, "thing", "", "text", [], name, names[int(rng.integers(12))])
+            where = sorted({c.chunk_id for c in rng.choice(chunks, size=int(rng.integers(1, 4)), replace=False)})
+            entities.append((entity, where))
+        store.write_graph(entities, [])
+    ids = [concept_id(n) for n in names]
+    store.rebuild_concepts(ids)
+    for trial in range(30):
+        reached = [str(c) for c in rng.choice(ids, size=int(rng.integers(1, 10)), replace=False)]
+        levels = {c: int(rng.integers(0, 4)) for c in reached}
+        for limit in (1, 3, 8, 25, 100):
+            assert store.concept_top_chunks(levels, limit) == first_met(store, levels, limit, {"d0", "d1"}), trial
+
+
 def first_met(store: Any, levels: dict[str, int], limit: int, ready: set[str]) -> list[tuple[str, int]]:
     """What a walk over the (concept, chunk) index in id order gives: each ready chunk at its best level,
     ties in the order first met (`concept_reach` over the whole collection)."""
     best: dict[str, int] = {}
     for concept, chunk_id in store.concept_chunk_pairs(list(levels)):
-        if chunk_id.split(":")[0] in ready and levels[concept] < best.get(chunk_id, len(levels) + 1):
+        if chunk_id.split(":")[0] in ready and levels[concept] < best.get(chunk_id, math.inf):
             best[chunk_id] = levels[concept]
     return sorted(best.items(), key=lambda kv: kv[1])[:limit]
 
@@ -1044,6 +1070,27 @@ def test_postgres_bulk_load_builds_the_index_once_at_the_end(pg, monkeypatch):
         assert [h[0] for h in pg.vector_search("bulk", query, 5)] == exact  # searched exactly meanwhile
     assert indexed() == [(True,)]
     assert len(set(h[0] for h in pg.vector_search("bulk", query, 5)) & set(exact)) >= 4
+
+
+def test_postgres_index_build_memory_is_raised_never_lowered(pg, monkeypatch):
+    """An HNSW build gets at least INDEX_BUILD_MEMORY; a server (or session) configured with more keeps it."""
+    from hyperfolio.store import postgres_vectors
+
+    monkeypatch.setattr(postgres_vectors, "EXACT_SEARCH_MAX", 50)
+    pg.write_document(document("big", [[chunk("big", 1, 0, "text", "x")]]))
+    seen = []
+    for configured, space in (("64MB", "small-mem"), ("3GB", "large-mem")):
+        pg._conn().execute(f"SET maintenance_work_mem = '{configured}'")  # as the server's setting would be
+        with pg.transaction() as cur:
+            pg._claim_space(cur, space, 8)
+            cur.executemany(
+                "INSERT INTO vectors(space, item_id, doc_id, vec) VALUES (%s, %s, 'big', %s)",
+                [(space, f"v{i}", v) for i, v in enumerate(vectors_for(["x"] * 60, dim=8, seed=2))],
+            )
+            pg._index_if_large(cur, space, 8)
+            seen.append(cur.execute("SELECT current_setting('maintenance_work_mem')").fetchone()[0])
+        assert pg._query("SELECT indexed FROM vector_spaces WHERE space = %s", (space,)) == [(True,)]
+    assert seen == [postgres_vectors.INDEX_BUILD_MEMORY, "3GB"]
 
 
 def test_postgres_concurrent_writers(pg_url):

@@ -22,7 +22,7 @@ from hyperfolio.store.sql.host import SqlHost
 EXACT_SEARCH_MAX = 20_000
 HNSW_MAX_DIM = 2_000
 HNSW_MAX_EF = 1_000  # pgvector's ceiling for hnsw.ef_search; a larger k is searched exactly
-INDEX_BUILD_MEMORY = "2GB"  # for the session building an HNSW index, not the server
+INDEX_BUILD_MEMORY = "2GB"  # at least this for the session building an HNSW index; a server set higher keeps its own
 
 
 def index_name(space: str) -> str:
@@ -112,8 +112,13 @@ class PostgresVectors(SqlHost):
         row = cur.execute("SELECT indexed FROM vector_spaces WHERE space = %s", (space,)).fetchone()
         if row is None or row[0] or dim > HNSW_MAX_DIM or self._count_upto(cur, space, None) <= EXACT_SEARCH_MAX:
             return
-        # pgvector builds fastest when the graph fits in maintenance memory (a million 384-d vectors: about 2 GB).
-        cur.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
+        # pgvector builds fastest when the graph fits in maintenance memory (a million 384-d vectors: about 2 GB);
+        # an administrator who gave the server more (for spaces of several million) is not overruled.
+        cur.execute(
+            "SELECT set_config('maintenance_work_mem', %s, true)"
+            " WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+            (INDEX_BUILD_MEMORY, INDEX_BUILD_MEMORY),
+        )
         cur.execute(
             sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw ((vec::vector({})) vector_ip_ops) WHERE space = {}"
