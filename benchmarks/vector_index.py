@@ -17,7 +17,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from synthetic import Corpus
@@ -28,7 +27,15 @@ from hyperfolio.eval.datasets import DatasetMissing, load_mmlongbench
 from hyperfolio.eval.metrics import percentile
 from hyperfolio.retrieve.base import Query
 from hyperfolio.retrieve.rankings import graph_vectors, query_vector
-from hyperfolio.store.ann import MIN_PROBED, PROBED_SHARE, CellIndex, candidates
+from hyperfolio.store.ann import (
+    GRAPH_LINKS,
+    GRAPH_SEARCH_DEPTH,
+    MIN_PROBED,
+    PROBED_SHARE,
+    CellIndex,
+    GraphIndex,
+    candidates,
+)
 from hyperfolio.store.base import CHUNK_SPACE, CONCEPT_SPACE, ENTITY_SPACE, HYPEREDGE_SPACE, RELATION_SPACE
 
 
@@ -63,34 +70,17 @@ def scored_search(
     return float(np.mean(r10)), float(np.mean(r50)), took
 
 
-def graph_rows(graph: Any, k: int) -> Callable[[np.ndarray], np.ndarray]:
-    """A faiss index's k nearest rows of a probe, as `scored_search` takes them."""
-
-    def rows_for(probe: np.ndarray) -> np.ndarray:
-        _, found = graph.search(probe, k)
-        return found[0][found[0] >= 0]
-
-    return rows_for
-
-
-HNSW_TRAINING_ROWS = 20_000  # rows sampled to fit the 8-bit codes' ranges
-
-
 def hnsw_rows(matrix: np.ndarray, probes: np.ndarray, exact: list, depths: list[int], links: int) -> None:
-    """The same probes through a faiss HNSW graph (8-bit codes, `links` neighbours a node) whose best
-    `candidates(50)` rows are scored exactly against the float32 matrix, as the cells' are: seconds to
-    make, recall, latency."""
-    import faiss
-
+    """The same probes through the store's graph (`GraphIndex`: faiss HNSW, 8-bit codes, `links` neighbours
+    a node) whose best `candidates(50)` rows are scored exactly, as the store does: seconds to make, recall,
+    latency."""
     began = time.perf_counter()
-    graph = faiss.IndexHNSWSQ(matrix.shape[1], faiss.ScalarQuantizer.QT_8bit, links, faiss.METRIC_INNER_PRODUCT)
-    graph.hnsw.efConstruction = 40
-    graph.train(np.ascontiguousarray(matrix[:: max(1, len(matrix) // HNSW_TRAINING_ROWS)]))
-    graph.add(np.ascontiguousarray(matrix))
+    graph = GraphIndex.build(matrix, links=links)
+    assert graph is not None  # nothing stops it
     made = time.perf_counter() - began
     for depth in depths:
-        graph.hnsw.efSearch = depth
-        r10, r50, took = scored_search(matrix, probes, exact, graph_rows(graph, candidates(50)))
+        graph.search_depth = depth
+        r10, r50, took = scored_search(matrix, probes, exact, lambda probe, g=graph: g.search(probe, 50)[0])
         print(
             f"| (HNSW, 8-bit, M {links}) | {len(matrix):,} | {made:.1f} | efSearch {depth} | {r10:.3f} |"
             f" {r50:.3f} | | {percentile(took, 50):.2f} / {percentile(took, 95):.2f} |",
@@ -111,10 +101,10 @@ def main() -> int:
     )
     parser.add_argument(
         "--hnsw",
-        default="",
-        help="also measure a faiss HNSW graph at these comma-separated search depths (efSearch), e.g. 128,256",
+        default=str(GRAPH_SEARCH_DEPTH),
+        help="also measure the store's HNSW graph at these comma-separated search depths (efSearch; '' for none)",
     )
-    parser.add_argument("--hnsw-m", type=int, default=32, help="the HNSW graph's neighbours a node (M)")
+    parser.add_argument("--hnsw-m", type=int, default=GRAPH_LINKS, help="the HNSW graph's neighbours a node (M)")
     args = parser.parse_args()
     depths = [int(d) for d in args.hnsw.split(",") if d.strip()]
     shares = [float(s) for s in args.shares.split(",") if s.strip()]

@@ -1,7 +1,10 @@
-"""SQLite's large spaces are searched through a cell index (store/ann.py): returned scores and tie order
-are exact, membership of the top k close to exact, and the index follows the matrix as it grows."""
+"""SQLite's large spaces are searched through cells, then a graph made in the background (store/ann.py):
+returned scores and tie order are exact, membership of the top k close to exact, and the indexes follow
+the matrix as it grows."""
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
@@ -37,7 +40,14 @@ def exact(ids: list[str], data: np.ndarray, query: np.ndarray, k: int) -> list[s
 
 @pytest.fixture
 def small_limit(monkeypatch):
+    """Cells from 1,000 rows, and no graph: the cells' own behaviour."""
     monkeypatch.setattr(sqlite_vectors, "APPROXIMATE_FROM", 1_000)
+    monkeypatch.setattr(sqlite_vectors, "GRAPH_FROM", 10**9)
+
+
+def cells_of(store: SQLiteStore) -> ann.CellIndex | None:
+    index = store._matrices[CHUNK_SPACE].index
+    return None if index is None else index.cells
 
 
 def test_a_large_space_is_searched_through_cells_with_exact_scores(tmp_path, small_limit):
@@ -59,7 +69,7 @@ def test_a_large_space_is_searched_through_cells_with_exact_scores(tmp_path, sma
             assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
             recalls.append(len({f for f, _ in found} & set(exact(ids, data, query, 10))) / 10)
         assert np.mean(recalls) >= 0.95, recalls
-        assert store._matrices[CHUNK_SPACE].cells is not None  # the cells did the search
+        assert cells_of(store) is not None  # the cells did the search
         scoped = store.vector_search(CHUNK_SPACE, queries[0], 10, ["b"])  # one document: scored whole
         assert [f for f, _ in scoped] == exact(ids[1500:], second, queries[0], 10)
         many = store.vector_search_many(CHUNK_SPACE, queries[:3], 5)
@@ -76,29 +86,102 @@ def test_the_cells_follow_the_matrix_and_a_small_space_stays_exact(tmp_path, sma
         ids = [f"a:1:{i}" for i in range(600)]
         # 600 rows, under the limit: exact, no cells
         assert [f for f, _ in store.vector_search(CHUNK_SPACE, probe, 10)] == exact(ids, clustered(600, 5), probe, 10)
-        assert store._matrices[CHUNK_SPACE].cells is None
+        assert cells_of(store) is None
         add(store, "b", clustered(600, 7))
         store.vector_search(CHUNK_SPACE, probe, 10)
-        cells = store._matrices[CHUNK_SPACE].cells
+        cells = cells_of(store)
         assert cells is not None and cells.indexed == 1200
         twin = np.tile(probe, (3, 1))  # three rows equal to the query, stored after everything else
         add(store, "c", twin)
         found = store.vector_search(CHUNK_SPACE, probe, 3)
-        assert store._matrices[CHUNK_SPACE].cells is cells and cells.indexed == 1203  # extended, not remade
+        assert cells_of(store) is cells and cells.indexed == 1203  # extended, not remade
         assert [f for f, _ in found] == ["c:1:0", "c:1:1", "c:1:2"]  # equal scores in storage order
         assert [s for _, s in found] == pytest.approx([1.0] * 3)
         add(store, "d", clustered(1300, 8))  # the space doubled since its cells were placed: placed again
         assert [f for f, _ in store.vector_search(CHUNK_SPACE, probe, 3)] == ["c:1:0", "c:1:1", "c:1:2"]
-        assert store._matrices[CHUNK_SPACE].cells is not cells
-        cells = store._matrices[CHUNK_SPACE].cells
+        assert cells_of(store) is not cells
+        cells = cells_of(store)
         assert cells is not None and cells.placed_for == cells.indexed == 2503
         store.remove_document("c")  # a deletion: the matrix is loaded again, and its cells made again
         found = store.vector_search(CHUNK_SPACE, probe, 3)
         assert not any(f.startswith("c:") for f, _ in found)
-        assert store._matrices[CHUNK_SPACE].cells is not cells
+        assert cells_of(store) is not cells
     finally:
         store.close()
 
 
 def test_candidates_leave_a_margin():
     assert ann.candidates(10) == 110 and ann.candidates(50) == 200
+
+
+@pytest.fixture
+def held_graph(monkeypatch):
+    """Cells and a graph from 1,000 rows; the graph's making waits for the returned gate."""
+    monkeypatch.setattr(sqlite_vectors, "APPROXIMATE_FROM", 1_000)
+    monkeypatch.setattr(sqlite_vectors, "GRAPH_FROM", 1_000)
+    gate = threading.Event()
+    make = ann.GraphIndex.build
+
+    def held(matrix, stopped=None):
+        assert gate.wait(60)
+        return make(matrix, stopped)
+
+    monkeypatch.setattr(ann.GraphIndex, "build", staticmethod(held))
+    return gate
+
+
+def test_a_graph_made_in_the_background_takes_over_with_every_row(tmp_path, held_graph):
+    store = SQLiteStore(tmp_path / "col")
+    try:
+        first = clustered(2000, 11)
+        add(store, "a", first)
+        queries = clustered(40, 12)
+        store.vector_search(CHUNK_SPACE, queries[0], 10)
+        index = store._matrices[CHUNK_SPACE].index
+        assert index is not None and index.cells is not None and index.graph is None  # the cells answer
+        probe = queries[0]
+        add(store, "b", np.tile(probe, (3, 1)))  # added while the graph is being made from the first 2,000
+        assert [f for f, _ in store.vector_search(CHUNK_SPACE, probe, 3)] == ["b:1:0", "b:1:1", "b:1:2"]
+        held_graph.set()
+        assert index.wait(60)
+        found = store.vector_search(CHUNK_SPACE, probe, 3)
+        assert index.graph is not None and index.cells is None  # the graph took over, the cells were freed
+        assert index.graph.indexed == 2003  # brought up to the rows added meanwhile
+        assert [f for f, _ in found] == ["b:1:0", "b:1:1", "b:1:2"]
+        assert [s for _, s in found] == pytest.approx([1.0] * 3)
+        ids = [f"a:1:{i}" for i in range(2000)] + [f"b:1:{i}" for i in range(3)]
+        data = np.vstack([first, np.tile(probe, (3, 1))])
+        recalls = []
+        for query in queries[1:]:
+            found = store.vector_search(CHUNK_SPACE, query, 10)
+            for item, score in found:  # scores exact, best first
+                assert score == pytest.approx(float(data[ids.index(item)] @ query), abs=1e-6)
+            assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+            recalls.append(len({f for f, _ in found} & set(exact(ids, data, query, 10))) / 10)
+        assert np.mean(recalls) >= 0.95, recalls
+        add(store, "c", clustered(50, 13))  # later rows join the graph, nothing is made again
+        store.vector_search(CHUNK_SPACE, probe, 3)
+        assert store._matrices[CHUNK_SPACE].index is index and index.graph.indexed == 2053
+    finally:
+        store.close()
+
+
+def test_a_graph_no_longer_wanted_is_abandoned(tmp_path, held_graph):
+    store = SQLiteStore(tmp_path / "col")
+    try:
+        add(store, "a", clustered(1500, 14))
+        add(store, "b", clustered(10, 15))
+        store.vector_search(CHUNK_SPACE, clustered(1, 16)[0], 5)
+        index = store._matrices[CHUNK_SPACE].index
+        assert index is not None
+        store.remove_document("b")  # a deletion: the matrix is loaded again, with new indexes
+        store.vector_search(CHUNK_SPACE, clustered(1, 16)[0], 5)
+        assert store._matrices[CHUNK_SPACE].index is not index and index.stopped.is_set()
+        held_graph.set()
+        assert not index.wait(60) and index.graph is None  # its graph was given up, not made
+        last = store._matrices[CHUNK_SPACE].index
+        assert last is not None
+    finally:
+        store.close()
+    assert last.stopped.is_set()  # closing the store gives up a graph still being made
+    assert ann.GraphIndex.build(clustered(100, 17), stopped=last.stopped) is None

@@ -2,8 +2,8 @@
 
 WAL mode, one transaction per document step (so a crash loses at most the step in
 flight), vectors as float32 blobs with an in-memory matrix per space: scored whole up to 250k rows (a
-100k x 384 matrix product takes milliseconds), beyond that through a cell index (`ann.py`) that picks the
-rows to score. The tables' SQL and the keyword search are shared with
+100k x 384 matrix product takes milliseconds), beyond that through an approximate index (`ann.py`) that
+picks the rows to score. The tables' SQL and the keyword search are shared with
 PostgreSQL (`store/sql/`); this module holds the connection, the schema and the vectors, and
 puts the keyword index beside the database.
 """
@@ -155,7 +155,15 @@ class SQLiteStore(SqlTables):
 
     def close(self) -> None:
         with self._lock:
+            self._forget_matrices(wait=True)
             self._db.close()
+
+    def _forget_matrices(self, space: str | None = None, wait: bool = False) -> None:
+        """Drop one space's matrix (or every one), and any index still being made for it."""
+        for name in [space] if space is not None else list(self._matrices):
+            dropped = self._matrices.pop(name, None)
+            if dropped is not None:
+                dropped.retire(wait)
 
     def bulk(self) -> AbstractContextManager[None]:
         """Nothing to defer: vectors are searched by a scan, the keyword index keeps itself up."""
@@ -163,7 +171,7 @@ class SQLiteStore(SqlTables):
 
     def _vectors_dropped(self) -> None:
         with self._lock:
-            self._matrices.clear()
+            self._forget_matrices()
 
     def _stages_changed(self) -> None:
         with self._lock:
@@ -219,7 +227,7 @@ class SQLiteStore(SqlTables):
         with self.transaction() as db:
             db.execute("DELETE FROM vectors WHERE space = ?", (space,))
         with self._lock:
-            self._matrices.pop(space, None)
+            self._forget_matrices(space)
 
     def _matrix(self, space: str) -> VectorMatrix:
         """The space's vectors in memory, brought up to date when any connection (another process too)
@@ -233,7 +241,10 @@ class SQLiteStore(SqlTables):
             if cached is None:
                 cached = load_vectors(self._db, space)
             elif space in self._stale:
-                cached = refresh_vectors(self._db, space, cached)
+                refreshed = refresh_vectors(self._db, space, cached)
+                if refreshed is not cached:  # loaded again: its index goes with the old rows
+                    cached.retire()
+                cached = refreshed
             self._stale.discard(space)
             self._matrices[space] = cached
             return cached

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hyperfolio.store.ann import APPROXIMATE_FROM, CellIndex
+from hyperfolio.store.ann import APPROXIMATE_FROM, GRAPH_FROM, SpaceIndex
 from hyperfolio.store.base import STAGE_READY
 
 # Part of the store's schema: every deleted vector row leaves its space here.
@@ -49,8 +49,8 @@ class VectorMatrix:
     ready: frozenset[str] = frozenset()  # the documents ready when last read
     max_rowid: int = 0
     deletions_seen: int = 0
-    cells: CellIndex | None = None  # for whole-space searches of a large space (store/ann.py)
-    cells_lock: threading.Lock = field(default_factory=threading.Lock)
+    index: SpaceIndex | None = None  # for whole-space searches of a large space (store/ann.py)
+    index_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def matrix(self) -> np.ndarray:
@@ -85,17 +85,22 @@ class VectorMatrix:
         self.row_of.clear()
         self.max_rowid = max(self.max_rowid, max(r[0] for r in rows))
 
-    def approximate(self) -> CellIndex | None:
-        """The space's cell index, made (again, once the space has doubled) or extended to every row held;
-        none for a space small enough to score exactly."""
+    def approximate(self) -> SpaceIndex | None:
+        """The space's approximate index, made or brought up to every row held; none for a space small
+        enough to score exactly."""
         if len(self.ids) < APPROXIMATE_FROM:
             return None
-        with self.cells_lock:  # one thread makes it; the others wait for it rather than make their own
-            if self.cells is None or self.cells.outgrown(len(self.ids)):
-                self.cells = CellIndex.build(self.matrix)
+        with self.index_lock:  # one thread makes it; the others wait for it rather than make their own
+            if self.index is None:
+                self.index = SpaceIndex.start(self.matrix, GRAPH_FROM)
             else:
-                self.cells.extend(self.matrix)
-            return self.cells
+                self.index.update(self.matrix)
+            return self.index
+
+    def retire(self, wait: bool = False) -> None:
+        """The matrix is dropped: a graph still being made for it is not wanted (`SpaceIndex.stop`)."""
+        if self.index is not None:
+            self.index.stop(wait)
 
 
 def ready_documents(db: sqlite3.Connection) -> frozenset[str]:

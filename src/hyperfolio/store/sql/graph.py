@@ -129,13 +129,15 @@ class GraphTables(LayerTables):
         return dict(self._in_query("SELECT edge_id, strength FROM hyperedges WHERE edge_id {ids}" + order, edge_ids))
 
     def incident_edges(self, entity_ids: Sequence[str], levels: Sequence[str] | None = None) -> dict[str, list[str]]:
-        statement, extra = "SELECT i.entity_id, i.edge_id FROM incidence i", list[Any]()
+        """entity -> its edges (of these levels) in the order they were stored. Ordered here rather than in
+        SQL: both backends then read only the index on (entity, edge, insertion order)."""
+        statement, extra = f"SELECT i.entity_id, i.edge_id, i.{self.dialect.row} FROM incidence i", list[Any]()
         if levels:
             test, extra = self.dialect.among(list(levels))
             statement += f" JOIN hyperedges h ON h.edge_id = i.edge_id AND h.level {test}"
-        statement += " WHERE i.entity_id {ids}" + self.dialect.stated(" ORDER BY i.entity_id, i.seq")
         out: dict[str, list[str]] = {}
-        for entity, edge in self._in_query(statement, entity_ids, extra):
+        rows = self._in_query(statement + " WHERE i.entity_id {ids}", entity_ids, extra)
+        for entity, edge, _ in sorted(rows, key=lambda r: (r[0], r[2])):
             out.setdefault(entity, []).append(edge)
         return out
 
