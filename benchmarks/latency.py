@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import shutil
 import sys
 import time
@@ -335,7 +336,9 @@ def main() -> int:
                 print(f"  {backend}: query model + first dense search {time.perf_counter() - began:.1f} s", flush=True)
                 if backend == "sqlite":
                     made = graphs_made(syn)
-                    print(f"  {backend}: first auto search, then the large spaces' graphs, {made:.0f} s", flush=True)
+                    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+                    print(f"  {backend}: first auto search, then the large spaces' graphs, {made:.0f} s", end="")
+                    print(f" (this process's memory at its peak so far: {peak:.1f} GiB)", flush=True)
                 for scope, pairs in (
                     ("scoped", list(zip(texts, scopes, strict=True))),
                     ("unscoped", [(q, None) for q in texts]),

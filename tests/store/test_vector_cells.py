@@ -185,3 +185,20 @@ def test_a_graph_no_longer_wanted_is_abandoned(tmp_path, held_graph):
         store.close()
     assert last.stopped.is_set()  # closing the store gives up a graph still being made
     assert ann.GraphIndex.build(clustered(100, 17), stopped=last.stopped) is None
+
+
+def test_a_space_loads_in_batches_into_one_buffer(tmp_path, monkeypatch):
+    monkeypatch.setattr(sqlite_vectors, "LOAD_BATCH", 7)
+    store = SQLiteStore(tmp_path / "col")
+    try:
+        first, second, late = clustered(100, 21), clustered(80, 22), clustered(10, 23)
+        add(store, "a", first)
+        add(store, "late", late, ready=False)  # stored between the two, not searchable
+        add(store, "b", second)
+        vm = sqlite_vectors.load(store._db, CHUNK_SPACE)
+        assert len(vm.ids) == 180 and len(vm.buffer) == 190  # sized once, for every stored vector
+        assert np.array_equal(vm.matrix, np.vstack([first, second]))
+        assert vm.ids == [f"a:1:{i}" for i in range(100)] + [f"b:1:{i}" for i in range(80)]
+        assert list(vm.rows_by_doc["b"]) == list(range(100, 180))
+    finally:
+        store.close()

@@ -152,6 +152,7 @@ class SpaceIndex:
 
     cells: CellIndex | None
     graph_from: int  # rows from which the graph is made
+    turns: threading.Lock  # held while a graph is made: one at a time per store (memory, and faiss uses every core)
     graph: GraphIndex | None = None
     made: GraphIndex | None = None  # the graph, once made, until `update` has brought it up to date
     stopped: threading.Event = field(default_factory=threading.Event)
@@ -159,8 +160,8 @@ class SpaceIndex:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def start(cls, matrix: np.ndarray, graph_from: int = GRAPH_FROM) -> SpaceIndex:
-        made = cls(CellIndex.build(matrix), graph_from)
+    def start(cls, matrix: np.ndarray, graph_from: int, turns: threading.Lock) -> SpaceIndex:
+        made = cls(CellIndex.build(matrix), graph_from, turns)
         made._start_graph(matrix)
         return made
 
@@ -170,7 +171,8 @@ class SpaceIndex:
             self.builder.start()
 
     def _make_graph(self, matrix: np.ndarray) -> None:
-        graph = GraphIndex.build(matrix, self.stopped)
+        with self.turns:
+            graph = GraphIndex.build(matrix, self.stopped)
         with self.lock:
             if not self.stopped.is_set():
                 self.made = graph

@@ -108,6 +108,7 @@ class SQLiteStore(SqlTables):
         if version != SCHEMA_VERSION:
             self.set_meta("schema_version", SCHEMA_VERSION)
         self._matrices: dict[str, VectorMatrix] = {}
+        self._graph_turns = threading.Lock()  # the spaces' graphs are made one at a time (store/ann.py)
         self._stale: set[str] = set()  # spaces to bring up to date before their next search
         self._dirty = False  # this connection wrote vectors or stages (data_version counts only others' writes)
         self._data_version = -1
@@ -271,7 +272,7 @@ class SQLiteStore(SqlTables):
             if not parts:
                 return [[] for _ in queries]
             stored = np.concatenate(parts)
-        cells = None if doc_ids else vm.approximate()
+        cells = None if doc_ids else vm.approximate(self._graph_turns)
         if cells is not None:  # the rows near each query, scored exactly
             near = cells.search(queries, k)
             return [top_k(vm, rows, vm.matrix[rows] @ q, k) for q, rows in zip(queries, near, strict=True)]

@@ -30,6 +30,7 @@ CREATE TRIGGER IF NOT EXISTS vectors_deleted AFTER DELETE ON vectors
 BEGIN INSERT INTO vector_deletions(space) VALUES (old.space); END;
 """
 DELETIONS_KEPT = 10_000  # log rows kept; a reader further behind loads its spaces again
+LOAD_BATCH = 50_000  # vector rows read at a time
 
 _READY_ROWS = (
     "SELECT v.rowid, v.item_id, v.doc_id, v.vec FROM vectors v JOIN doc_status s ON s.doc_id = v.doc_id"
@@ -56,7 +57,8 @@ class VectorMatrix:
     def matrix(self) -> np.ndarray:
         return self.buffer[: len(self.ids)]
 
-    def append(self, rows: list[tuple[int, str, str, bytes]]) -> None:
+    def append(self, rows: list[tuple[int, str, str, bytes]], room: int = 0) -> None:
+        """Add rows after those held; a buffer grown here holds at least `room` rows."""
         if not rows:
             return
         added = np.vstack([np.frombuffer(r[3], dtype=np.float32) for r in rows])
@@ -66,7 +68,7 @@ class VectorMatrix:
                 raise ValueError("vectors of another dimension in one space")
             self.buffer = np.zeros((0, added.shape[1]), dtype=np.float32)
         if end > len(self.buffer):  # grow by half again, so appending n rows copies O(n) in total
-            grown = np.zeros((max(end, len(self.buffer) * 3 // 2 + 64), added.shape[1]), dtype=np.float32)
+            grown = np.zeros((max(end, room, len(self.buffer) * 3 // 2 + 64), added.shape[1]), dtype=np.float32)
             grown[:start] = self.buffer[:start]
             self.buffer = grown
             rowids = np.zeros(len(grown), dtype=np.int64)
@@ -85,14 +87,14 @@ class VectorMatrix:
         self.row_of.clear()
         self.max_rowid = max(self.max_rowid, max(r[0] for r in rows))
 
-    def approximate(self) -> SpaceIndex | None:
+    def approximate(self, turns: threading.Lock) -> SpaceIndex | None:
         """The space's approximate index, made or brought up to every row held; none for a space small
-        enough to score exactly."""
+        enough to score exactly. `turns` is held while a graph is made (`SpaceIndex`)."""
         if len(self.ids) < APPROXIMATE_FROM:
             return None
         with self.index_lock:  # one thread makes it; the others wait for it rather than make their own
             if self.index is None:
-                self.index = SpaceIndex.start(self.matrix, GRAPH_FROM)
+                self.index = SpaceIndex.start(self.matrix, GRAPH_FROM, turns)
             else:
                 self.index.update(self.matrix)
             return self.index
@@ -112,9 +114,13 @@ def last_deletion(db: sqlite3.Connection) -> int:
 
 
 def load(db: sqlite3.Connection, space: str) -> VectorMatrix:
-    """Every vector of the space's ready documents."""
+    """Every vector of the space's ready documents, read a batch at a time into a buffer sized once: the
+    blobs of a whole space held at once would double its memory while it loads (gigabytes at 1M chunks)."""
     vm = VectorMatrix(deletions_seen=last_deletion(db), ready=ready_documents(db))
-    vm.append(db.execute(_READY_ROWS + " ORDER BY v.rowid", (space, STAGE_READY)).fetchall())
+    stored = db.execute("SELECT COUNT(*) FROM vectors WHERE space = ?", (space,)).fetchone()[0]
+    rows = db.execute(_READY_ROWS + " ORDER BY v.rowid", (space, STAGE_READY))
+    while batch := rows.fetchmany(LOAD_BATCH):
+        vm.append(batch, room=stored)
     return vm
 
 
