@@ -35,9 +35,11 @@ PROBED_SHARE = 1 / 4
 MIN_PROBED = 32
 TRAINING_PER_CELL = 40  # rows sampled per cell to place the cells (k-means)
 # The graph that replaces the cells once made (`GraphIndex`): neighbours a node, search depths while
-# adding and searching. Recall of the exact top 10 at 100k chunks' dev densities (`vector_index.py --hnsw`):
-# 343,000 entities 0.993 (cells at 1/4: 0.948), 497,000 hyperedges 0.920 (cells 0.910), in 0.6 and 1.3 ms.
-GRAPH_LINKS = 32
+# adding and searching. Recall of the exact top 10 at 100k chunks' dev densities (`vector_index.py --hnsw
+# 256 --hnsw-m 24`): 343,000 entities 0.987 (cells at 1/4: 0.948), 497,000 hyperedges 0.927 (cells 0.910),
+# in 0.6 and 1.1 ms. M 32 finds no more (0.993, 0.920) in 557 bytes a 256-dimensional vector against ~475,
+# a gigabyte more at a million dev-density chunks; M 16 (390 bytes) loses hyperedges (0.876).
+GRAPH_LINKS = 24
 GRAPH_BUILD_DEPTH = 40
 GRAPH_SEARCH_DEPTH = 256
 GRAPH_TRAINING_ROWS = 20_000  # rows sampled to fit the 8-bit codes' ranges
