@@ -38,6 +38,20 @@ def exact(ids: list[str], data: np.ndarray, query: np.ndarray, k: int) -> list[s
     return [ids[i] for i in order[:k]]
 
 
+def close_to_exact(store: SQLiteStore, ids: list[str], data: np.ndarray, queries: np.ndarray) -> float:
+    """Mean recall of the exact top 10 over the queries, having checked that every search returns ten
+    stored rows (`ids`, `data`) with their exact scores, best first."""
+    recalls = []
+    for query in queries:
+        found = store.vector_search(CHUNK_SPACE, query, 10)
+        assert len(found) == 10
+        for item, score in found:
+            assert score == pytest.approx(float(data[ids.index(item)] @ query), abs=1e-6)
+        assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+        recalls.append(len({f for f, _ in found} & set(exact(ids, data, query, 10))) / 10)
+    return float(np.mean(recalls))
+
+
 @pytest.fixture
 def small_limit(monkeypatch):
     """Cells from 1,000 rows, and no graph: the cells' own behaviour."""
@@ -60,15 +74,7 @@ def test_a_large_space_is_searched_through_cells_with_exact_scores(tmp_path, sma
         ids = [f"a:1:{i}" for i in range(1500)] + [f"b:1:{i}" for i in range(1500)]
         data = np.vstack([first, second])
         queries = clustered(40, 4)
-        recalls = []
-        for query in queries:
-            found = store.vector_search(CHUNK_SPACE, query, 10)
-            assert len(found) == 10 and not any(f.startswith("late") for f, _ in found)
-            for item, score in found:  # every score is the exact one
-                assert score == pytest.approx(float(data[ids.index(item)] @ query), abs=1e-6)
-            assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
-            recalls.append(len({f for f, _ in found} & set(exact(ids, data, query, 10))) / 10)
-        assert np.mean(recalls) >= 0.95, recalls
+        assert close_to_exact(store, ids, data, queries) >= 0.95  # and nothing of "late"
         assert cells_of(store) is not None  # the cells did the search
         scoped = store.vector_search(CHUNK_SPACE, queries[0], 10, ["b"])  # one document: scored whole
         assert [f for f, _ in scoped] == exact(ids[1500:], second, queries[0], 10)
@@ -151,14 +157,7 @@ def test_a_graph_made_in_the_background_takes_over_with_every_row(tmp_path, held
         assert [s for _, s in found] == pytest.approx([1.0] * 3)
         ids = [f"a:1:{i}" for i in range(2000)] + [f"b:1:{i}" for i in range(3)]
         data = np.vstack([first, np.tile(probe, (3, 1))])
-        recalls = []
-        for query in queries[1:]:
-            found = store.vector_search(CHUNK_SPACE, query, 10)
-            for item, score in found:  # scores exact, best first
-                assert score == pytest.approx(float(data[ids.index(item)] @ query), abs=1e-6)
-            assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
-            recalls.append(len({f for f, _ in found} & set(exact(ids, data, query, 10))) / 10)
-        assert np.mean(recalls) >= 0.95, recalls
+        assert close_to_exact(store, ids, data, queries[1:]) >= 0.95
         add(store, "c", clustered(50, 13))  # later rows join the graph, nothing is made again
         store.vector_search(CHUNK_SPACE, probe, 3)
         assert store._matrices[CHUNK_SPACE].index is index and index.graph.indexed == 2053
