@@ -114,7 +114,8 @@ class GraphIndex:
     ) -> GraphIndex | None:
         """The graph over every row of `matrix`, added a batch at a time; none if `stopped` was set meanwhile."""
         rows, dim = matrix.shape
-        if stopped is not None and stopped.is_set():
+        stop = stopped or threading.Event()  # never set when none is given
+        if stop.is_set():
             return None
         # faiss's stubs say a ScalarQuantizer; the constructor takes its type, as IndexIVFScalarQuantizer's does
         index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, links, faiss.METRIC_INNER_PRODUCT)  # type: ignore[arg-type]
@@ -122,7 +123,7 @@ class GraphIndex:
         index.train(np.ascontiguousarray(matrix[:: max(1, rows // GRAPH_TRAINING_ROWS)]))
         made = cls(index)
         for end in range(GRAPH_BATCH, rows + GRAPH_BATCH, GRAPH_BATCH):
-            if stopped is not None and stopped.is_set():
+            if stop.is_set():
                 return None
             made.extend(matrix[: min(end, rows)])
         return made

@@ -272,9 +272,9 @@ class SQLiteStore(SqlTables):
             if not parts:
                 return [[] for _ in queries]
             stored = np.concatenate(parts)
-        cells = None if doc_ids else vm.approximate(self._graph_turns)
-        if cells is not None:  # the rows near each query, scored exactly
-            near = cells.search(queries, k)
+        near_rows = None if doc_ids else vm.approximate(self._graph_turns)
+        if near_rows is not None:  # the rows near each query, scored exactly
+            near = near_rows.search(queries, k)
             return [top_k(vm, rows, vm.matrix[rows] @ q, k) for q, rows in zip(queries, near, strict=True)]
         block = vm.matrix if not doc_ids else vm.matrix[stored]
         if len(queries) == 1:  # a matrix-vector product, as a single search always computed it
