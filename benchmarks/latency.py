@@ -194,13 +194,10 @@ def postgres_collection(plan: Plan, pg: PgServer, rebuild: bool) -> tuple[str, f
 
 # --------------------------------------------------------------------------- report
 def graphs_made(collection: Collection) -> float:
-    """Seconds for a first `auto` search (which loads every space it searches) and for the graphs the store
-    then makes in the background for its large spaces (store/ann.py): a server's state once warm."""
+    """Seconds to load every space and make (or take up) the graphs of the large ones (store/ann.py): a
+    server's state once warm."""
     began = time.perf_counter()
-    collection.retrieve("warm-up query", mode="auto", k=10)
-    for vm in getattr(collection.store, "_matrices", {}).values():
-        if vm.index is not None:
-            vm.index.wait()
+    collection.warm(wait=True)
     return time.perf_counter() - began
 
 

@@ -11,8 +11,9 @@ import pytest
 from tests.store.test_contract import chunk, document
 
 from hyperfolio.store import ann, sqlite_vectors
-from hyperfolio.store.base import CHUNK_SPACE, STAGE_READY
-from hyperfolio.store.sqlite import SQLiteStore
+from hyperfolio.store.base import CHUNK_SPACE, SPACES, STAGE_READY
+from hyperfolio.store.graph_files import GraphFiles
+from hyperfolio.store.sqlite import GRAPH_FOLDER, SQLiteStore
 
 DIM = 32
 
@@ -199,5 +200,94 @@ def test_a_space_loads_in_batches_into_one_buffer(tmp_path, monkeypatch):
         assert np.array_equal(vm.matrix, np.vstack([first, second]))
         assert vm.ids == [f"a:1:{i}" for i in range(100)] + [f"b:1:{i}" for i in range(80)]
         assert list(vm.rows_by_doc["b"]) == list(range(100, 180))
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def counted_graphs(monkeypatch):
+    """Cells and a graph from 1,000 rows; the graphs made are counted."""
+    monkeypatch.setattr(sqlite_vectors, "APPROXIMATE_FROM", 1_000)
+    monkeypatch.setattr(sqlite_vectors, "GRAPH_FROM", 1_000)
+    made: list[int] = []
+    make = ann.GraphIndex.build
+
+    def counted(matrix, stopped=None):
+        made.append(len(matrix))
+        return make(matrix, stopped)
+
+    monkeypatch.setattr(ann.GraphIndex, "build", staticmethod(counted))
+    return made
+
+
+def saved_rows(location) -> list[int]:
+    return [rows for rows, _, _ in GraphFiles(location / GRAPH_FOLDER, CHUNK_SPACE).saved()]
+
+
+def test_a_graph_made_is_kept_and_taken_up_by_the_next_store(tmp_path, counted_graphs):
+    location = tmp_path / "col"
+    first, second, probe = clustered(2000, 31), clustered(300, 32), clustered(1, 33)[0]
+    store = SQLiteStore(location)
+    try:
+        add(store, "a", first)
+        store.vector_search(CHUNK_SPACE, probe, 10)
+        index = store._matrices[CHUNK_SPACE].index
+        assert index is not None and index.wait(60)
+        assert counted_graphs == [2000] and saved_rows(location) == [2000]
+        add(store, "b", second)  # joins the graph in memory; a tenth more rows: saved again on closing
+        store.vector_search(CHUNK_SPACE, probe, 10)
+    finally:
+        store.close()
+    assert saved_rows(location) == [2300]  # the older file went
+
+    again = SQLiteStore(location)
+    try:
+        ids = [f"a:1:{i}" for i in range(2000)] + [f"b:1:{i}" for i in range(300)]
+        assert close_to_exact(again, ids, np.vstack([first, second]), clustered(30, 34)) >= 0.95
+        index = again._matrices[CHUNK_SPACE].index
+        assert index is not None and index.cells is None and index.builder is None  # taken up, not made
+        assert index.graph is not None and index.graph.indexed == 2300 and counted_graphs == [2000]
+        again.remove_document("a")  # other rows now: the saved graph no longer fits, cells answer at once
+        add(again, "c", clustered(1500, 35))
+        again.vector_search(CHUNK_SPACE, probe, 10)
+        index = again._matrices[CHUNK_SPACE].index
+        assert index is not None and index.cells is not None and index.wait(60)
+        assert counted_graphs == [2000, 1800] and saved_rows(location) == [1800]
+    finally:
+        again.close()
+
+
+def test_a_damaged_saved_graph_is_made_again(tmp_path, counted_graphs, caplog):
+    location = tmp_path / "col"
+    store = SQLiteStore(location)
+    try:
+        add(store, "a", clustered(1200, 36))
+        store.vector_search(CHUNK_SPACE, clustered(1, 37)[0], 10)
+        assert store._matrices[CHUNK_SPACE].index.wait(60)
+    finally:
+        store.close()
+    (path,) = [p for _, _, p in GraphFiles(location / GRAPH_FOLDER, CHUNK_SPACE).saved()]
+    path.write_bytes(path.read_bytes()[:1000])  # cut short, as by a full disk
+    again = SQLiteStore(location)
+    try:
+        found = again.vector_search(CHUNK_SPACE, clustered(1, 37)[0], 10)
+        assert len(found) == 10
+        index = again._matrices[CHUNK_SPACE].index
+        assert index is not None and index.cells is not None and index.wait(60)
+        assert counted_graphs == [1200, 1200] and saved_rows(location) == [1200]
+        assert "cannot read the saved graph" in caplog.text
+    finally:
+        again.close()
+
+
+def test_warming_loads_the_spaces_and_with_wait_puts_the_graphs_to_use(tmp_path, counted_graphs):
+    store = SQLiteStore(tmp_path / "col")
+    try:
+        add(store, "a", clustered(1100, 41))
+        store.warm(wait=True)  # no search yet
+        assert set(store._matrices) == set(SPACES)
+        index = store._matrices[CHUNK_SPACE].index
+        assert index is not None and index.graph is not None and index.cells is None
+        assert counted_graphs == [1100] and all(store._matrices[s].index is None for s in SPACES[1:])
     finally:
         store.close()

@@ -76,8 +76,7 @@ def start_up(state: ServiceState) -> None:
         for name in lib.names():
             col = lib.reader(name)
             if state.config.warm:
-                col.embedder.embed(["warm up"])
-                col.graph_embedder.embed(["warm up"])
+                col.warm()
             left = unfinished_uploads(col, lib.path(name) / UPLOAD_DIR)
             if left:
                 log.warning("%s: resuming %d unfinished upload(s)", name, len(left))

@@ -6,12 +6,12 @@ index that names the rows worth scoring: the caller scores the index's best `can
 against the float32 matrix, so returned scores and tie order are exact and only membership of the top k
 is approximate (`benchmarks/vector_index.py` measures how often, per space).
 
-Two indexes, both derived from the matrix and never written to disk, so neither can disagree with the
-database: cells (faiss IVF with 8-bit codes), placed in seconds on the first whole-space search, whose
-cost is a share of the rows; and a graph (faiss HNSW, 8-bit codes), whose cost grows with the logarithm
-of the rows but which takes minutes to make at a million rows, so it is made on a background thread and
-takes over from the cells when made (`SpaceIndex`). Both follow the matrix as it is appended to, and go
-with it when it is loaded again.
+Two indexes, both derived from the matrix: cells (faiss IVF with 8-bit codes), placed in seconds on the
+first whole-space search, whose cost is a share of the rows; and a graph (faiss HNSW, 8-bit codes), whose
+cost grows with the logarithm of the rows but which takes minutes to make at a million rows, so it is made
+on a background thread and takes over from the cells when made (`SpaceIndex`). Both follow the matrix as
+it is appended to, and go with it when it is loaded again. The graph is kept on disk (`graph_files.py`)
+under a fingerprint of the rows it covers: a store reopened over the same rows takes it up at once.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import faiss
 import numpy as np
+
+from hyperfolio.store.graph_files import GraphFiles
 
 # Rows from which a space is searched through cells; a smaller one (every dev collection) is scored exactly:
 # 150,000 rows cost 11 ms exactly, and below ~250,000 cells save little and lose the most recall.
@@ -150,37 +152,58 @@ class SpaceIndex:
 
     The cells take seconds to place; the graph is made on a background thread from the rows held when the
     space was first searched, then brought up to date with the rows added meanwhile, and replaces the cells
-    (freeing their memory). `stop` abandons the graph when the matrix is dropped.
+    (freeing their memory). `stop` abandons the graph when the matrix is dropped. With `files`, a graph
+    saved for the same first rows is taken up instead (no cells, no making), and a graph made is saved.
     """
 
     cells: CellIndex | None
     graph_from: int  # rows from which the graph is made
     turns: threading.Lock  # held while a graph is made: one at a time per store (memory, and faiss uses every core)
+    files: GraphFiles | None = None
     graph: GraphIndex | None = None
     made: GraphIndex | None = None  # the graph, once made, until `update` has brought it up to date
+    saved_rows: int = 0  # rows of the graph when last saved
     stopped: threading.Event = field(default_factory=threading.Event)
     builder: threading.Thread | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def start(cls, matrix: np.ndarray, graph_from: int, turns: threading.Lock) -> SpaceIndex:
-        made = cls(CellIndex.build(matrix), graph_from, turns)
-        made._start_graph(matrix)
+    def start(
+        cls,
+        matrix: np.ndarray,
+        rowids: np.ndarray,
+        graph_from: int,
+        turns: threading.Lock,
+        files: GraphFiles | None = None,
+    ) -> SpaceIndex:
+        """The index for a space whose rows (`matrix`) have these rowids (what a saved graph is checked by)."""
+        if files is not None and len(matrix) >= graph_from:
+            saved = files.load(rowids[: len(matrix)], matrix.shape[1])
+            if saved is not None:
+                graph = GraphIndex(saved, indexed=saved.ntotal)
+                graph.extend(matrix)
+                return cls(None, graph_from, turns, files, graph=graph, saved_rows=saved.ntotal)
+        made = cls(CellIndex.build(matrix), graph_from, turns, files)
+        made._start_graph(matrix, rowids)
         return made
 
-    def _start_graph(self, matrix: np.ndarray) -> None:
-        if self.builder is None and len(matrix) >= self.graph_from:
-            self.builder = threading.Thread(target=self._make_graph, args=(matrix,), name="ann-graph", daemon=True)
+    def _start_graph(self, matrix: np.ndarray, rowids: np.ndarray) -> None:
+        if self.builder is None and self.graph is None and len(matrix) >= self.graph_from:
+            rows = (matrix, rowids[: len(matrix)])
+            self.builder = threading.Thread(target=self._make_graph, args=rows, name="ann-graph", daemon=True)
             self.builder.start()
 
-    def _make_graph(self, matrix: np.ndarray) -> None:
+    def _make_graph(self, matrix: np.ndarray, rowids: np.ndarray) -> None:
         with self.turns:
             graph = GraphIndex.build(matrix, self.stopped)
+            if graph is not None and self.files is not None and not self.stopped.is_set():
+                self.files.save(graph.index, rowids)
+                self.saved_rows = graph.indexed
         with self.lock:
             if not self.stopped.is_set():
                 self.made = graph
 
-    def update(self, matrix: np.ndarray) -> None:
+    def update(self, matrix: np.ndarray, rowids: np.ndarray) -> None:
         """Cover every row of `matrix` (which holds the rows searched before, and perhaps more after them)."""
         with self.lock:
             if self.made is not None:
@@ -191,7 +214,7 @@ class SpaceIndex:
                 self.cells = CellIndex.build(matrix)
             else:
                 self.cells.extend(matrix)
-            self._start_graph(matrix)
+            self._start_graph(matrix, rowids)
 
     def search(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
         with self.lock:
@@ -204,6 +227,17 @@ class SpaceIndex:
         if self.builder is not None:
             self.builder.join(timeout)
         return self.graph is not None or self.made is not None
+
+    def keep(self, rowids: np.ndarray) -> None:
+        """Save the graph again if it has grown by a tenth since it was saved (rows added after it was made
+        join it in memory; a reopened store would otherwise add them again)."""
+        with self.lock:
+            graph = self.graph
+        if graph is None or self.files is None or graph.indexed < self.saved_rows * 1.1:
+            return
+        with graph.lock:
+            self.files.save(graph.index, rowids[: graph.indexed])
+            self.saved_rows = graph.indexed
 
     def stop(self, wait: bool = False) -> None:
         """Give up the graph if it is still being made; with `wait`, return once its thread has ended (a

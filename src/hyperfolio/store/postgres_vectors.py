@@ -229,6 +229,9 @@ class PostgresVectors(SqlHost):
         ).format(distance=distance, space=sql.Literal(space), ready=ready, scope=scope)
         return statement, [query, *tail, query, k]
 
+    def warm(self, wait: bool = False) -> None:
+        """Nothing to load here: the server searches its own indexes, made with the data (`put_vectors`)."""
+
     def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]:
         """Similarity of `vector` to the stored vectors of these items (items without one are left out)."""
         if not item_ids:

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from hyperfolio.errors import StoreError
+from hyperfolio.store.base import SPACES
+from hyperfolio.store.graph_files import GraphFiles
 from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
 from hyperfolio.store.sql import SqlTables
 from hyperfolio.store.sql.checks import INTEGRITY_CHECKS
@@ -33,6 +35,7 @@ from hyperfolio.store.versions import newer_than_this
 
 DB_NAME = "hyperfolio.db"
 KEYWORD_FOLDER = "keywords"  # the keyword index, beside the database (store/sql/keywords.py)
+GRAPH_FOLDER = "graphs"  # the large spaces' graphs, beside the database (store/graph_files.py)
 SCHEMA_VERSION = "3"  # 3: keywords in the keyword index beside the database, not in FTS5
 
 # The shared tables, and this backend's own: vectors as float32 blobs (searched in memory), and the index
@@ -156,15 +159,16 @@ class SQLiteStore(SqlTables):
 
     def close(self) -> None:
         with self._lock:
-            self._forget_matrices(wait=True)
+            self._forget_matrices(wait=True, keep=True)
             self._db.close()
 
-    def _forget_matrices(self, space: str | None = None, wait: bool = False) -> None:
-        """Drop one space's matrix (or every one), and any index still being made for it."""
+    def _forget_matrices(self, space: str | None = None, wait: bool = False, keep: bool = False) -> None:
+        """Drop one space's matrix (or every one), and any index still being made for it; with `keep`, a graph
+        grown since it was saved is saved again (under its own rows' fingerprint: safe whatever changed since)."""
         for name in [space] if space is not None else list(self._matrices):
             dropped = self._matrices.pop(name, None)
             if dropped is not None:
-                dropped.retire(wait)
+                dropped.retire(wait, keep)
 
     def bulk(self) -> AbstractContextManager[None]:
         """Nothing to defer: vectors are searched by a scan, the keyword index keeps itself up."""
@@ -193,6 +197,9 @@ class SQLiteStore(SqlTables):
 
     def _keyword_folder(self, owner: str) -> Path:
         return self.directory / KEYWORD_FOLDER
+
+    def _graph_files(self, space: str) -> GraphFiles:
+        return GraphFiles(self.directory / GRAPH_FOLDER, space)
 
     # ------------------------------------------------------------------ vectors
     def put_vectors(self, space: str, items: Sequence[tuple[str, str]], vectors: np.ndarray) -> None:
@@ -272,7 +279,7 @@ class SQLiteStore(SqlTables):
             if not parts:
                 return [[] for _ in queries]
             stored = np.concatenate(parts)
-        near_rows = None if doc_ids else vm.approximate(self._graph_turns)
+        near_rows = None if doc_ids else vm.approximate(self._graph_turns, self._graph_files(space))
         if near_rows is not None:  # the rows near each query, scored exactly
             near = near_rows.search(queries, k)
             return [top_k(vm, rows, vm.matrix[rows] @ q, k) for q, rows in zip(queries, near, strict=True)]
@@ -280,6 +287,16 @@ class SQLiteStore(SqlTables):
         if len(queries) == 1:  # a matrix-vector product, as a single search always computed it
             return [top_k(vm, stored, block @ queries[0], k)]
         return [top_k(vm, stored, scores, k) for scores in (block @ queries.T).T]
+
+    def warm(self, wait: bool = False) -> None:
+        """Load every space's matrix and start its approximate index (a saved graph is taken up; one still to
+        be made is made in the background, or here with `wait`, then put to use)."""
+        for space in SPACES:
+            vm = self._matrix(space)
+            index = vm.approximate(self._graph_turns, self._graph_files(space))
+            if index is not None and wait:
+                index.wait()
+                vm.approximate(self._graph_turns, self._graph_files(space))
 
     def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]:
         """Similarity of `vector` to the stored vectors of these items (items without one are left out)."""

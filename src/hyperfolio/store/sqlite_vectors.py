@@ -22,6 +22,7 @@ import numpy as np
 
 from hyperfolio.store.ann import APPROXIMATE_FROM, GRAPH_FROM, SpaceIndex
 from hyperfolio.store.base import STAGE_READY
+from hyperfolio.store.graph_files import GraphFiles
 
 # Part of the store's schema: every deleted vector row leaves its space here.
 DELETION_LOG = """
@@ -87,21 +88,25 @@ class VectorMatrix:
         self.row_of.clear()
         self.max_rowid = max(self.max_rowid, max(r[0] for r in rows))
 
-    def approximate(self, turns: threading.Lock) -> SpaceIndex | None:
+    def approximate(self, turns: threading.Lock, files: GraphFiles | None = None) -> SpaceIndex | None:
         """The space's approximate index, made or brought up to every row held; none for a space small
-        enough to score exactly. `turns` is held while a graph is made (`SpaceIndex`)."""
+        enough to score exactly. `turns` is held while a graph is made, `files` keeps it (`SpaceIndex`)."""
         if len(self.ids) < APPROXIMATE_FROM:
             return None
+        rowids = self.rowids[: len(self.ids)]
         with self.index_lock:  # one thread makes it; the others wait for it rather than make their own
             if self.index is None:
-                self.index = SpaceIndex.start(self.matrix, GRAPH_FROM, turns)
+                self.index = SpaceIndex.start(self.matrix, rowids, GRAPH_FROM, turns, files)
             else:
-                self.index.update(self.matrix)
+                self.index.update(self.matrix, rowids)
             return self.index
 
-    def retire(self, wait: bool = False) -> None:
-        """The matrix is dropped: a graph still being made for it is not wanted (`SpaceIndex.stop`)."""
+    def retire(self, wait: bool = False, keep: bool = False) -> None:
+        """The matrix is dropped: a graph still being made for it is not wanted (`SpaceIndex.stop`); with
+        `keep` (the store closing), a graph grown since it was saved is saved."""
         if self.index is not None:
+            if keep:
+                self.index.keep(self.rowids[: len(self.ids)])
             self.index.stop(wait)
 
 
