@@ -225,3 +225,15 @@ def test_processes_opening_one_new_collection_at_the_same_instant_all_succeed(tm
         assert [run.returncode for run in runs] == [0] * 6, [e.strip().splitlines()[-1:] for e in errors]
         with sqlite3.connect(directory / "hyperfolio.db") as db:
             assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_indexes_new_in_this_release_are_announced_before_they_are_made(tmp_path, caplog):
+    SQLiteStore(tmp_path / "col").close()
+    assert "new index" not in caplog.text  # a new collection's indexes come with its tables
+    with sqlite3.connect(tmp_path / "col" / "hyperfolio.db") as db:
+        db.execute("DROP INDEX provenance_item_rows")
+    SQLiteStore(tmp_path / "col").close()
+    assert "making 1 new index(es) (provenance_item_rows)" in caplog.text
+    caplog.clear()
+    SQLiteStore(tmp_path / "col").close()  # made once
+    assert "new index" not in caplog.text

@@ -42,7 +42,7 @@ from hyperfolio.store.sql.checks import INTEGRITY_CHECKS
 from hyperfolio.store.sql.dialect import Dialect, postgres_sql
 from hyperfolio.store.sql.documents import DOCUMENTS_EPOCH
 from hyperfolio.store.sql.keywords import OWNER_KEY
-from hyperfolio.store.sql.schema import shared_tables
+from hyperfolio.store.sql.schema import announce_new_indexes, shared_tables
 from hyperfolio.store.versions import newer_than_this
 
 SCHEMA_VERSION = "2"  # 2: keywords in the keyword index, not in chunk_fts and fts_terms
@@ -172,6 +172,7 @@ class PostgresDialect(Dialect):
 
     row = "seq"
     doc_provenance = "provenance p"
+    edge_strengths = "hyperedges"
     forced_join = "JOIN"
     keyed_item = "position('|' in item_id) > 0 AND split_part(item_id, '|', 1)"
     batch = None
@@ -285,6 +286,9 @@ class PostgresStore(SqlTables, PostgresVectors):
                 if self._existing_schema_version() == "1":
                     for statement in DROPPED:
                         self._db.execute(statement)
+                if self._existing_schema_version() is not None:
+                    indexes = self._db.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")
+                    announce_new_indexes(SCHEMA, [r[0] for r in indexes.fetchall()], redact(self.url))
                 self._db.execute(SCHEMA)
                 for statement in MODEL_SCHEMA:
                     self._db.execute(statement)

@@ -27,7 +27,7 @@ from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
 from hyperfolio.store.sql import SqlTables
 from hyperfolio.store.sql.checks import INTEGRITY_CHECKS
 from hyperfolio.store.sql.dialect import SQLITE
-from hyperfolio.store.sql.schema import SQLITE_WORDS, shared_tables
+from hyperfolio.store.sql.schema import SQLITE_WORDS, announce_new_indexes, shared_tables
 from hyperfolio.store.sqlite_vectors import DELETION_LOG, VectorMatrix, prune_deletions
 from hyperfolio.store.sqlite_vectors import load as load_vectors
 from hyperfolio.store.sqlite_vectors import refresh as refresh_vectors
@@ -38,8 +38,7 @@ KEYWORD_FOLDER = "keywords"  # the keyword index, beside the database (store/sql
 GRAPH_FOLDER = "graphs"  # the large spaces' graphs, beside the database (store/graph_files.py)
 SCHEMA_VERSION = "3"  # 3: keywords in the keyword index beside the database, not in FTS5
 
-# The shared tables, and this backend's own: vectors as float32 blobs (searched in memory), and the index
-# that finds an item's provenance.
+# The shared tables, and this backend's own: vectors as float32 blobs (searched in memory).
 SCHEMA = (
     shared_tables(SQLITE_WORDS)
     + """CREATE TABLE IF NOT EXISTS vectors (
@@ -50,7 +49,6 @@ SCHEMA = (
     PRIMARY KEY (space, item_id)
 );
 CREATE INDEX IF NOT EXISTS vectors_doc ON vectors(doc_id);
-CREATE INDEX IF NOT EXISTS provenance_item ON provenance(item_kind, item_id);
 """
 )
 
@@ -106,6 +104,9 @@ class SQLiteStore(SqlTables):
             raise
         if version in ("1", "2"):
             self._db.execute("DROP TABLE IF EXISTS chunks_fts")  # derived: the keyword index is made from the chunks
+        if version is not None:
+            indexes = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+            announce_new_indexes(SCHEMA, [r[0] for r in indexes], str(self.path))
         self._db.executescript(SCHEMA)
         self._db.executescript(DELETION_LOG)
         if version != SCHEMA_VERSION:

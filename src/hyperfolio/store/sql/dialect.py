@@ -25,6 +25,9 @@ class Dialect:
     # One document's provenance rows, found by their document: left to choose, SQLite walks every row of the
     # item kind (all documents') for a query that names both, which grows with the collection.
     doc_provenance = "provenance p INDEXED BY provenance_doc"
+    # Hyperedges read for their strengths: SQLite takes the key's own index and then every row; this one holds
+    # the strength (a row uncached on a large collection costs a disk read).
+    edge_strengths = "hyperedges INDEXED BY hyperedges_level_strength"
     forced_join = "CROSS JOIN"  # a join whose left side the planner must read first
     # A condition on a graph vector's key "<item>|<doc_id>" that compares its item (ids follow it).
     keyed_item = "substr(item_id, 1, instr(item_id, '|') - 1)"

@@ -126,7 +126,8 @@ class GraphTables(LayerTables):
 
     def hyperedge_strengths(self, edge_ids: Sequence[str]) -> dict[str, float]:
         order = self.dialect.stated(" ORDER BY edge_id")
-        return dict(self._in_query("SELECT edge_id, strength FROM hyperedges WHERE edge_id {ids}" + order, edge_ids))
+        statement = f"SELECT edge_id, strength FROM {self.dialect.edge_strengths} WHERE edge_id {{ids}}" + order
+        return dict(self._in_query(statement, edge_ids))
 
     def incident_edges(self, entity_ids: Sequence[str], levels: Sequence[str] | None = None) -> dict[str, list[str]]:
         """entity -> its edges (of these levels) in the order they were stored. Ordered here rather than in
@@ -151,14 +152,15 @@ class GraphTables(LayerTables):
         if doc_ids is not None:
             test, docs = self.dialect.among(list(doc_ids))
             scope, extra = f" AND doc_id {test}", [kind, *docs]
-        for item, chunk, doc, page in self._in_query(
-            "SELECT item_id, chunk_id, doc_id, page FROM provenance WHERE item_kind = ?"
+        rows = self._in_query(
+            f"SELECT item_id, chunk_id, doc_id, page, {self.dialect.row} FROM provenance WHERE item_kind = ?"
             + scope
-            + " AND item_id {ids}"
-            + self.dialect.stated(" ORDER BY item_id, seq"),
+            + " AND item_id {ids}",
             item_ids,
             extra,
-        ):
+        )
+        # In insertion order, sorted here so that both backends read only the index that holds every column.
+        for item, chunk, doc, page, _ in sorted(rows, key=lambda r: (r[0], r[4])):
             out.setdefault(item, []).append((chunk, doc, page))
         return out
 

@@ -8,7 +8,12 @@ the per-document counts its BM25 reads. Each backend adds its own tables (vector
 
 from __future__ import annotations
 
+import logging
+import re
+from collections.abc import Iterable
 from string import Template
+
+log = logging.getLogger(__name__)
 
 SQLITE_WORDS = {
     "real": "REAL",
@@ -97,11 +102,12 @@ CREATE TABLE IF NOT EXISTS incidence (
     role TEXT NOT NULL DEFAULT '',$seq
     PRIMARY KEY (edge_id, entity_id, role)
 );
--- An entity's edges, with their levels, from two compact indexes rather than three reads of table rows
--- each: on a collection larger than memory, uncached rows cost a disk read apiece.
+-- An entity's edges, with their levels and strengths, from two compact indexes rather than three reads of
+-- table rows each: on a collection larger than memory, uncached rows cost a disk read apiece.
 DROP INDEX IF EXISTS incidence_entity;
 CREATE INDEX IF NOT EXISTS incidence_entity_edge ON incidence(entity_id, edge_id$row_key);
-CREATE INDEX IF NOT EXISTS hyperedges_level ON hyperedges(edge_id, level);
+DROP INDEX IF EXISTS hyperedges_level;
+CREATE INDEX IF NOT EXISTS hyperedges_level_strength ON hyperedges(edge_id, level, strength);
 CREATE TABLE IF NOT EXISTS provenance (
     item_kind TEXT NOT NULL CHECK (item_kind IN ('entity', 'hyperedge')),
     item_id TEXT NOT NULL,
@@ -112,6 +118,9 @@ CREATE TABLE IF NOT EXISTS provenance (
 );
 CREATE INDEX IF NOT EXISTS provenance_doc ON provenance(doc_id);
 CREATE INDEX IF NOT EXISTS provenance_chunk ON provenance(chunk_id);
+-- An item's evidence from the index alone (the same reasoning).
+DROP INDEX IF EXISTS provenance_item;
+CREATE INDEX IF NOT EXISTS provenance_item_rows ON provenance(item_kind, item_id, chunk_id, doc_id, page$row_key);
 CREATE TABLE IF NOT EXISTS refine_state (
     anchor_id TEXT PRIMARY KEY,
     signature TEXT NOT NULL,
@@ -188,3 +197,16 @@ CREATE TABLE IF NOT EXISTS reconcile_stats (doc_id TEXT PRIMARY KEY, counts $jso
 def shared_tables(words: dict[str, str]) -> str:
     """The shared tables in one backend's column words."""
     return TABLES.substitute(words)
+
+
+def announce_new_indexes(schema: str, existing: Iterable[str], where: str) -> None:
+    """Say so before making the indexes a release added to a collection that has data: at a million chunks
+    that takes a minute or more, once, and would otherwise look like a hang."""
+    missing = sorted(set(re.findall(r"CREATE INDEX IF NOT EXISTS (\w+)", schema)) - set(existing))
+    if missing:
+        log.warning(
+            "%s: making %d new index(es) (%s), once; a minute or more per million chunks",
+            where,
+            len(missing),
+            ", ".join(missing),
+        )
