@@ -119,7 +119,7 @@ def main() -> int:
             vm = store._matrix(space)  # the store's own in-memory matrix (sqlite_vectors.py)
             if len(vm.ids) < args.min_rows:
                 continue
-            matrix = vm.matrix
+            matrix = np.asarray(vm.matrix, dtype=np.float32)  # as stored (the store holds a large space as float16)
             texts = questions(args.queries, matrix.shape[1])
             if space == CHUNK_SPACE:
                 probes = np.vstack([query_vector(Query(t), ctx) for t in texts])

@@ -2,9 +2,10 @@
 
 Scoring every row of a million-row space costs ~100 ms per question (the matrix is read from memory
 each time), and `auto` searches four spaces. From `APPROXIMATE_FROM` rows a space is searched through an
-index that names the rows worth scoring: the caller scores the index's best `candidates(k)` rows exactly
-against the float32 matrix, so returned scores and tie order are exact and only membership of the top k
-is approximate (`benchmarks/vector_index.py` measures how often, per space).
+index that names the rows worth scoring: the caller scores the index's best `candidates(k)` rows
+against the matrix (float16 at that size, scores within 5e-4: `sqlite_vectors.py`), so returned scores and
+tie order are those of a full scan and only membership of the top k is approximate
+(`benchmarks/vector_index.py` measures how often, per space).
 
 Two indexes, both derived from the matrix: cells (faiss IVF with 8-bit codes), placed in seconds on the
 first whole-space search, whose cost is a share of the rows; and a graph (faiss HNSW, 8-bit codes), whose
@@ -47,6 +48,12 @@ GRAPH_SEARCH_DEPTH = 256
 GRAPH_TRAINING_ROWS = 20_000  # rows sampled to fit the 8-bit codes' ranges
 GRAPH_BATCH = 10_000  # rows added between looks at whether the graph is still wanted (under a second)
 GRAPH_FROM = APPROXIMATE_FROM  # rows from which a space searched through cells gets a graph made too
+ADD_BATCH = 100_000  # rows converted to float32 and added at a time (a whole large space would double it)
+
+
+def rows_as_float32(matrix: np.ndarray, start: int, end: int) -> np.ndarray:
+    """Rows start..end-1 as faiss takes them (a large space's matrix holds float16)."""
+    return np.ascontiguousarray(matrix[start:end], dtype=np.float32)
 
 
 def candidates(k: int) -> int:
@@ -71,7 +78,7 @@ class CellIndex:
             faiss.IndexFlatIP(dim), dim, cells, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
         )
         step = max(1, rows // (cells * TRAINING_PER_CELL))  # every step-th row: the same sample each time
-        index.train(np.ascontiguousarray(matrix[::step]))
+        index.train(np.ascontiguousarray(matrix[::step], dtype=np.float32))
         index.nprobe = max(MIN_PROBED, int(cells * PROBED_SHARE))
         made = cls(index, rows)
         made.extend(matrix)
@@ -84,10 +91,10 @@ class CellIndex:
     def extend(self, matrix: np.ndarray) -> None:
         """Index the rows the matrix gained since the last call."""
         with self.lock:
-            if len(matrix) > self.indexed:
-                added = np.ascontiguousarray(matrix[self.indexed :])
-                self.index.add_with_ids(added, np.arange(self.indexed, len(matrix), dtype=np.int64))
-                self.indexed = len(matrix)
+            for start in range(self.indexed, len(matrix), ADD_BATCH):
+                end = min(start + ADD_BATCH, len(matrix))
+                self.index.add_with_ids(rows_as_float32(matrix, start, end), np.arange(start, end, dtype=np.int64))
+                self.indexed = end
 
     def search(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
         """For each query, the row numbers worth scoring exactly for its top k."""
@@ -122,7 +129,7 @@ class GraphIndex:
         # faiss's stubs say a ScalarQuantizer; the constructor takes its type, as IndexIVFScalarQuantizer's does
         index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, links, faiss.METRIC_INNER_PRODUCT)  # type: ignore[arg-type]
         index.hnsw.efConstruction = GRAPH_BUILD_DEPTH
-        index.train(np.ascontiguousarray(matrix[:: max(1, rows // GRAPH_TRAINING_ROWS)]))
+        index.train(np.ascontiguousarray(matrix[:: max(1, rows // GRAPH_TRAINING_ROWS)], dtype=np.float32))
         made = cls(index)
         for end in range(GRAPH_BATCH, rows + GRAPH_BATCH, GRAPH_BATCH):
             if stop.is_set():
@@ -133,9 +140,10 @@ class GraphIndex:
     def extend(self, matrix: np.ndarray) -> None:
         """Add the rows the matrix gained since the last call (in order: the graph numbers rows as added)."""
         with self.lock:
-            if len(matrix) > self.indexed:
-                self.index.add(np.ascontiguousarray(matrix[self.indexed :]))
-                self.indexed = len(matrix)
+            for start in range(self.indexed, len(matrix), ADD_BATCH):
+                end = min(start + ADD_BATCH, len(matrix))
+                self.index.add(rows_as_float32(matrix, start, end))
+                self.indexed = end
 
     def search(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
         """For each query, the row numbers worth scoring exactly for its top k."""

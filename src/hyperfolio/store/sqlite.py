@@ -2,8 +2,8 @@
 
 WAL mode, one transaction per document step (so a crash loses at most the step in
 flight), vectors as float32 blobs with an in-memory matrix per space: scored whole up to 250k rows (a
-100k x 384 matrix product takes milliseconds), beyond that through an approximate index (`ann.py`) that
-picks the rows to score. The tables' SQL and the keyword search are shared with
+100k x 384 matrix product takes milliseconds), beyond that held as float16 and searched through an
+approximate index (`ann.py`) that picks the rows to score. The tables' SQL and the keyword search are shared with
 PostgreSQL (`store/sql/`); this module holds the connection, the schema and the vectors, and
 puts the keyword index beside the database.
 """
