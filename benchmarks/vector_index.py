@@ -1,5 +1,7 @@
 """How close the SQLite store's cell index (store/ann.py) comes to exact vector search, space by space.
 
+(And its graph, `--hnsw`; and, where the store holds a space as float16, a full scan of that.)
+
 For each vector space of a collection with at least `--min-rows` vectors: the seconds to make its cells,
 and over `--queries` probes the cell search's recall of the exact top 10 and top 50 (by score: a tie
 at the boundary counts as found), with both searches' p50/p95 ms. Probes are what `auto` sends: the
@@ -70,6 +72,35 @@ def scored_search(
     return float(np.mean(r10)), float(np.mean(r50)), took
 
 
+def stored_rows(store, space: str, rowids: np.ndarray) -> np.ndarray:
+    """The float32 vectors as stored, in the order of the store's matrix (its rowids)."""
+    out = np.zeros((len(rowids), 0), dtype=np.float32)
+    place = {int(r): i for i, r in enumerate(rowids)}
+    for rowid, blob in store._db.execute("SELECT rowid, vec FROM vectors WHERE space = ?", (space,)):
+        if rowid in place:
+            row = np.frombuffer(blob, dtype=np.float32)
+            if not out.shape[1]:
+                out = np.zeros((len(rowids), len(row)), dtype=np.float32)
+            out[place[rowid]] = row
+    return out
+
+
+def half_rows(held: np.ndarray, matrix: np.ndarray, probes: np.ndarray, exact: list) -> None:
+    """A full scan of the matrix as the store holds it (float16): recall of the exact top, and the largest
+    difference of a score from the float32 one."""
+    worst = 0.0
+
+    def top(probe: np.ndarray) -> np.ndarray:
+        nonlocal worst
+        scores = held @ probe[0]
+        worst = max(worst, float(np.abs(scores - matrix @ probe[0]).max()))
+        return np.argsort(-scores, kind="stable")[:50]
+
+    r10, r50, _ = scored_search(matrix, probes, exact, top)
+    label = f"(scan, {held.dtype} as held; largest score error {worst:.1e})"
+    print(f"| {label} | {len(matrix):,} | | | {r10:.3f} | {r50:.3f} | | |", flush=True)
+
+
 def hnsw_rows(matrix: np.ndarray, probes: np.ndarray, exact: list, depths: list[int], links: int) -> None:
     """The same probes through the store's graph (`GraphIndex`: faiss HNSW, 8-bit codes, `links` neighbours
     a node) whose best `candidates(50)` rows are scored exactly, as the store does: seconds to make, recall,
@@ -119,7 +150,8 @@ def main() -> int:
             vm = store._matrix(space)  # the store's own in-memory matrix (sqlite_vectors.py)
             if len(vm.ids) < args.min_rows:
                 continue
-            matrix = np.asarray(vm.matrix, dtype=np.float32)  # as stored (the store holds a large space as float16)
+            held = vm.matrix  # float16 from sqlite_vectors.HALF_FROM rows
+            matrix = held if held.dtype == np.float32 else stored_rows(store, space, vm.rowids[: len(held)])
             texts = questions(args.queries, matrix.shape[1])
             if space == CHUNK_SPACE:
                 probes = np.vstack([query_vector(Query(t), ctx) for t in texts])
@@ -135,6 +167,8 @@ def main() -> int:
                 scores = matrix @ probe
                 exact.append((-np.sort(-scores)[:50], (time.perf_counter() - began) * 1000))
             t_exact = [t for _, t in exact]
+            if held.dtype != np.float32:
+                half_rows(held, matrix, probes, exact)
             for share in shares:
                 cells.index.nprobe = max(MIN_PROBED, int(cells.index.nlist * share))
                 r10, r50, t_cells = scored_search(matrix, probes, exact, lambda probe, c=cells: c.search(probe, 50)[0])
