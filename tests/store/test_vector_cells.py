@@ -61,6 +61,20 @@ def small_limit(monkeypatch):
     monkeypatch.setattr(sqlite_vectors, "GRAPH_FROM", 10**9)
 
 
+@pytest.fixture
+def store(tmp_path):
+    opened = SQLiteStore(tmp_path / "col")
+    yield opened
+    opened.close()
+
+
+def space_index(store: SQLiteStore) -> ann.SpaceIndex:
+    """The chunk space's approximate index (it must have one)."""
+    index = store._matrices[CHUNK_SPACE].index
+    assert index is not None
+    return index
+
+
 def cells_of(store: SQLiteStore) -> ann.CellIndex | None:
     index = store._matrices[CHUNK_SPACE].index
     return None if index is None else index.cells
@@ -234,8 +248,7 @@ def test_a_graph_made_is_kept_and_taken_up_by_the_next_store(tmp_path, counted_g
     try:
         add(store, "a", first)
         store.vector_search(CHUNK_SPACE, probe, 10)
-        index = store._matrices[CHUNK_SPACE].index
-        assert index is not None and index.wait(60)
+        assert space_index(store).wait(60)
         assert counted_graphs == [2000] and saved_rows(location) == [2000]
         add(store, "b", second)  # joins the graph in memory; a tenth more rows: saved again on closing
         store.vector_search(CHUNK_SPACE, probe, 10)
@@ -247,14 +260,13 @@ def test_a_graph_made_is_kept_and_taken_up_by_the_next_store(tmp_path, counted_g
     try:
         ids = [f"a:1:{i}" for i in range(2000)] + [f"b:1:{i}" for i in range(300)]
         assert close_to_exact(again, ids, np.vstack([first, second]), clustered(30, 34)) >= 0.95
-        index = again._matrices[CHUNK_SPACE].index
-        assert index is not None and index.cells is None and index.builder is None  # taken up, not made
+        index = space_index(again)
+        assert index.cells is None and index.builder is None  # taken up, not made
         assert index.graph is not None and index.graph.indexed == 2300 and counted_graphs == [2000]
         again.remove_document("a")  # other rows now: the saved graph no longer fits, cells answer at once
         add(again, "c", clustered(1500, 35))
         again.vector_search(CHUNK_SPACE, probe, 10)
-        index = again._matrices[CHUNK_SPACE].index
-        assert index is not None and index.cells is not None and index.wait(60)
+        assert space_index(again).cells is not None and space_index(again).wait(60)
         assert counted_graphs == [2000, 1800] and saved_rows(location) == [1800]
     finally:
         again.close()
@@ -266,55 +278,44 @@ def test_a_damaged_saved_graph_is_made_again(tmp_path, counted_graphs, caplog):
     try:
         add(store, "a", clustered(1200, 36))
         store.vector_search(CHUNK_SPACE, clustered(1, 37)[0], 10)
-        assert store._matrices[CHUNK_SPACE].index.wait(60)
+        assert space_index(store).wait(60)
     finally:
         store.close()
     (path,) = [p for _, _, p in GraphFiles(location / GRAPH_FOLDER, CHUNK_SPACE).saved()]
     path.write_bytes(path.read_bytes()[:1000])  # cut short, as by a full disk
     again = SQLiteStore(location)
     try:
-        found = again.vector_search(CHUNK_SPACE, clustered(1, 37)[0], 10)
-        assert len(found) == 10
-        index = again._matrices[CHUNK_SPACE].index
-        assert index is not None and index.cells is not None and index.wait(60)
+        assert len(again.vector_search(CHUNK_SPACE, clustered(1, 37)[0], 10)) == 10
+        assert space_index(again).cells is not None and space_index(again).wait(60)  # the cells, and a new graph
         assert counted_graphs == [1200, 1200] and saved_rows(location) == [1200]
         assert "cannot read the saved graph" in caplog.text
     finally:
         again.close()
 
 
-def test_warming_loads_the_spaces_and_with_wait_puts_the_graphs_to_use(tmp_path, counted_graphs):
-    store = SQLiteStore(tmp_path / "col")
-    try:
-        add(store, "a", clustered(1100, 41))
-        store.warm(wait=True)  # no search yet
-        assert set(store._matrices) == set(SPACES)
-        index = store._matrices[CHUNK_SPACE].index
-        assert index is not None and index.graph is not None and index.cells is None
-        assert counted_graphs == [1100] and all(store._matrices[s].index is None for s in SPACES[1:])
-    finally:
-        store.close()
+def test_warming_loads_the_spaces_and_with_wait_puts_the_graphs_to_use(store, counted_graphs):
+    add(store, "a", clustered(1100, 41))
+    store.warm(wait=True)  # no search yet
+    assert set(store._matrices) == set(SPACES)
+    assert space_index(store).graph is not None and space_index(store).cells is None
+    assert counted_graphs == [1100] and all(store._matrices[s].index is None for s in SPACES[1:])
 
 
-def test_a_large_space_is_held_as_float16_whether_loaded_or_appended_to(tmp_path, monkeypatch):
+def test_a_large_space_is_held_as_float16_whether_loaded_or_appended_to(store, monkeypatch):
     monkeypatch.setattr(sqlite_vectors, "HALF_FROM", 150)
-    store = SQLiteStore(tmp_path / "col")
-    try:
-        first, second = clustered(100, 51), clustered(100, 52)
-        add(store, "a", first)
-        probe = clustered(1, 53)[0]
-        before = store.vector_search(CHUNK_SPACE, probe, 5)
-        assert store._matrices[CHUNK_SPACE].matrix.dtype == np.float32  # 100 rows: exact
-        exact_scores = [float(first[int(f.rsplit(":", 1)[1])] @ probe) for f, _ in before]
-        assert [s for _, s in before] == pytest.approx(exact_scores, abs=1e-6)
-        add(store, "b", second)  # 200 rows: appended, and held as float16 from here
-        appended = store.vector_search(CHUNK_SPACE, probe, 10)
-        assert store._matrices[CHUNK_SPACE].matrix.dtype == np.float16
-        fresh = sqlite_vectors.load(store._db, CHUNK_SPACE)
-        assert fresh.matrix.dtype == np.float16 and np.array_equal(fresh.matrix, store._matrices[CHUNK_SPACE].matrix)
-        store._forget_matrices()
-        assert store.vector_search(CHUNK_SPACE, probe, 10) == appended  # loaded afresh: the same scores, bit for bit
-        ids = [f"a:1:{i}" for i in range(100)] + [f"b:1:{i}" for i in range(100)]
-        assert close_to_exact(store, ids, np.vstack([first, second]), clustered(20, 54)) == 1.0  # scanned whole
-    finally:
-        store.close()
+    first, second = clustered(100, 51), clustered(100, 52)
+    add(store, "a", first)
+    probe = clustered(1, 53)[0]
+    before = store.vector_search(CHUNK_SPACE, probe, 5)
+    assert store._matrices[CHUNK_SPACE].matrix.dtype == np.float32  # 100 rows: exact
+    exact_scores = [float(first[int(f.rsplit(":", 1)[1])] @ probe) for f, _ in before]
+    assert [s for _, s in before] == pytest.approx(exact_scores, abs=1e-6)
+    add(store, "b", second)  # 200 rows: appended, and held as float16 from here
+    appended = store.vector_search(CHUNK_SPACE, probe, 10)
+    assert store._matrices[CHUNK_SPACE].matrix.dtype == np.float16
+    fresh = sqlite_vectors.load(store._db, CHUNK_SPACE)
+    assert fresh.matrix.dtype == np.float16 and np.array_equal(fresh.matrix, store._matrices[CHUNK_SPACE].matrix)
+    store._forget_matrices()
+    assert store.vector_search(CHUNK_SPACE, probe, 10) == appended  # loaded afresh: the same scores, bit for bit
+    ids = [f"a:1:{i}" for i in range(100)] + [f"b:1:{i}" for i in range(100)]
+    assert close_to_exact(store, ids, np.vstack([first, second]), clustered(20, 54)) == 1.0  # scanned whole
