@@ -81,8 +81,9 @@ class VectorMatrix:
                 raise ValueError("vectors of another dimension in one space")
             self.buffer = np.zeros((0, added.shape[1]), dtype=np.float32)
         kind = row_type(end)
-        if end > len(self.buffer) or kind != self.buffer.dtype:  # grow by half again: n rows appended copy O(n)
-            size = max(end, room, len(self.buffer) * 3 // 2 + 64)
+        if end > len(self.buffer) or kind != self.buffer.dtype:
+            # grow by half again (n rows appended copy O(n) in all); a change of type alone keeps the size
+            size = max(end, room, len(self.buffer) * 3 // 2 + 64) if end > len(self.buffer) else len(self.buffer)
             grown = np.zeros((size, added.shape[1]), dtype=kind)  # pages untouched until written
             grown[:start] = self.buffer[:start]
             self.buffer = grown
