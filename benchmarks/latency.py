@@ -54,6 +54,7 @@ CHUNKS_PER_PAGE = 4
 PAGES_PER_DOC = 50
 SYNTHETIC_VERSION = "2"  # bump when the generator changes: cached collections are rebuilt
 COMPLETE_KEY = "synthetic_complete"  # meta key: the signature, written when the build finished
+BUILDING_KEY = "synthetic_building"  # meta key: the signature, written when the build began
 SECONDS_KEY = "synthetic_build_seconds"
 
 
@@ -120,14 +121,16 @@ class Plan:
         return ":".join(str(p) for p in parts)
 
 
-def complete(location: str | Path, signature: str) -> tuple[bool, float | None]:
-    """Whether the collection at `location` was fully built with this signature, and its build seconds."""
+def complete(location: str | Path, signature: str) -> tuple[bool, float | None, bool]:
+    """Whether the collection at `location` was fully built with this signature, its build seconds, and
+    whether a build with this signature was begun there (and can go on)."""
     store = open_store(location)
     try:
+        begun = store.get_meta(BUILDING_KEY) == signature
         if store.get_meta(COMPLETE_KEY) != signature:
-            return False, None
+            return False, None, begun
         seconds = store.get_meta(SECONDS_KEY)
-        return True, float(seconds) if seconds else None
+        return True, float(seconds) if seconds else None, begun
     finally:
         store.close()
 
@@ -139,6 +142,7 @@ def build(location: str | Path, plan: Plan, label: str) -> float:
     store = open_store(location)
     try:
         store.set_meta("embedder", plan.embedder)
+        store.set_meta(BUILDING_KEY, plan.signature())
         stats = build_collection(
             store,
             plan.corpus,
@@ -163,26 +167,30 @@ def build(location: str | Path, plan: Plan, label: str) -> float:
 
 
 def sqlite_collection(plan: Plan, cache: Path, rebuild: bool) -> tuple[str, float | None, bool]:
-    """The SQLite collection's location, build seconds and whether it was reused."""
+    """The SQLite collection's location, build seconds and whether it was reused. A build that was stopped
+    goes on where it stopped (its seconds are then the last run's)."""
     target = cache / plan.name
+    begun = False
     if not rebuild and (target / "hyperfolio.db").exists():
-        done, seconds = complete(target, plan.signature())
+        done, seconds, begun = complete(target, plan.signature())
         if done:
             return str(target), seconds, True
-    if target.exists():
+    if target.exists() and not begun:
         shutil.rmtree(target)
-    target.mkdir(parents=True)
+    target.mkdir(parents=True, exist_ok=True)
     return str(target), build(target, plan, "sqlite"), False
 
 
 def postgres_collection(plan: Plan, pg: PgServer, rebuild: bool) -> tuple[str, float | None, bool]:
-    """The PostgreSQL collection's URL, build seconds (ANALYZE included) and whether it was reused."""
+    """The PostgreSQL collection's URL, build seconds (ANALYZE included) and whether it was reused; a stopped
+    build goes on, as SQLite's does."""
     database = plan.name.replace("-", "_")
+    begun = False
     if not rebuild and pg.has_database(database):
-        done, seconds = complete(pg.uri(database), plan.signature())
+        done, seconds, begun = complete(pg.uri(database), plan.signature())
         if done:
             return pg.uri(database), seconds, True
-    url = pg.create_database(database, replace=True)
+    url = pg.uri(database) if begun else pg.create_database(database, replace=True)
     seconds = build(url, plan, "postgres")
     analyzed = pg.analyze(database)
     print(f"  postgres: ANALYZE {analyzed:.1f} s", flush=True)

@@ -431,7 +431,8 @@ def build_collection(
     docs_per_batch: int = 20,
     tag: str = "synthetic",
 ) -> BuildStats:
-    """Write `chunks` chunks with their vectors and the synthetic hypergraph into an empty store.
+    """Write `chunks` chunks with their vectors and the synthetic hypergraph into the store, going on from the
+    documents a stopped build left ready (the same documents and graphs are generated for them, unwritten).
 
     Per batch of documents: `write_document` each, one `put_vectors` for the chunks, `write_graph` per
     document, one `put_vectors` per graph space, then `set_stage(ready)`. At the end `rebuild_concepts`
@@ -445,25 +446,37 @@ def build_collection(
     relation_vectors: dict[str, np.ndarray] = {}
     batch: list[tuple[Document, np.ndarray]] = []
     written = 0
+    ready = set()
+    for info in store.list_documents():
+        if info.status == STAGE_READY:
+            ready.add(info.doc_id)
+        else:  # cut off in the middle of its batch: written again
+            store.remove_document(info.doc_id)
+    if ready:
+        print(f"    {label}: going on after {len(ready):,} documents built before", flush=True)
 
     def flush() -> None:
         nonlocal written
-        for doc, _ in batch:
-            store.write_document(doc)
-        items = [(c.chunk_id, doc.doc_id) for doc, _ in batch for c in doc.chunks]
-        store.put_vectors(CHUNK_SPACE, items, np.vstack([v for _, v in batch]))
-        graphs = [graph.document(doc) for doc, _ in batch]
+        graphs = [graph.document(doc) for doc, _ in batch]  # every document's, to keep the generator in step
         for g in graphs:
-            store.write_graph(g.entities, g.edges)
             touched.update(concept_id(name) for name in g.concept_members)
-        embedded = time.perf_counter()
-        spaces = graph_vectors(graphs, graph_embedder, relation_vectors)
-        stats.vectors_seconds += time.perf_counter() - embedded
-        for space, (keys, vectors) in spaces.items():
-            if keys:
-                store.put_vectors(space, keys, vectors)
-        for doc, _ in batch:
-            store.set_stage(doc.doc_id, STAGE_READY)
+        fresh = [i for i, (doc, _) in enumerate(batch) if doc.doc_id not in ready]
+        for i in fresh:
+            store.write_document(batch[i][0])
+        items = [(c.chunk_id, batch[i][0].doc_id) for i in fresh for c in batch[i][0].chunks]
+        if fresh:
+            store.put_vectors(CHUNK_SPACE, items, np.vstack([batch[i][1] for i in fresh]))
+            for i in fresh:
+                store.write_graph(graphs[i].entities, graphs[i].edges)
+            embedded = time.perf_counter()
+            spaces = graph_vectors([graphs[i] for i in fresh], graph_embedder, relation_vectors)
+            stats.vectors_seconds += time.perf_counter() - embedded
+            for space, (keys, vectors) in spaces.items():
+                if keys:
+                    store.put_vectors(space, keys, vectors)
+            for i in fresh:
+                store.set_stage(batch[i][0].doc_id, STAGE_READY)
+        items = [(c.chunk_id, doc.doc_id) for doc, _ in batch for c in doc.chunks]
         for g in graphs:
             stats.entities += len(g.entities)
             stats.edges.update(h.level for h, _ in g.edges)
