@@ -1027,8 +1027,8 @@ def test_postgres_approximate_search_above_the_exact_limit(pg, monkeypatch):
     assert pg._query("SELECT indexed FROM vector_spaces WHERE space = 'scale'") == [(True,)]
     query = vectors_for(["q"], dim=32, seed=6)[0]
     with pg._lock, pg._conn().transaction(), pg._conn().cursor() as cur:
-        statement, params = pg._nearest(cur, "scale", 32, query, 10, None)
-        plan = "\n".join(r[0] for r in cur.execute(sql.SQL("EXPLAIN ") + statement, params).fetchall())
+        statement, params = pg._nearest(cur, "scale", 32, 10, None)
+        plan = "\n".join(r[0] for r in cur.execute(sql.SQL("EXPLAIN ") + statement, params(query)).fetchall())
     assert "vectors_hnsw_scale" in plan, plan
     ready = np.arange(1000)  # "late" is not ready
     exact = [items[i][0] for i in ready[np.argsort(-(data[ready] @ query))][:10]]
@@ -1036,6 +1036,8 @@ def test_postgres_approximate_search_above_the_exact_limit(pg, monkeypatch):
     assert len(found) == 10 and len(set(found) & set(exact)) >= 8 and not any(f.startswith("l") for f in found)
     scores = [h[1] for h in pg.vector_search("scale", query, 10)]
     assert scores == sorted(scores, reverse=True)
+    several = vectors_for(["q", "r", "s"], dim=32, seed=7)  # one transaction, the settings made once
+    assert pg.vector_search_many("scale", several, 10) == [pg.vector_search("scale", q, 10) for q in several]
     scoped = pg.vector_search("scale", query, 5, doc_ids=["small"])  # 200 vectors: searched exactly
     small = np.arange(800, 1000)
     assert [h[0] for h in scoped] == [items[i][0] for i in small[np.argsort(-(data[small] @ query))][:5]]

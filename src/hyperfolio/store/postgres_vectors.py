@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -167,40 +167,47 @@ class PostgresVectors(SqlHost):
         `EXACT_SEARCH_MAX` vectors; then approximate, with pgvector's iterative scan in strict order
         so the ready and scope filters still fill k.
         """
-        if k < 1:
+        return self.vector_search_many(space, np.asarray(vector, dtype=np.float32).reshape(1, -1), k, doc_ids)[0]
+
+    def vector_search_many(
+        self, space: str, vectors: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """`vector_search` for each vector, in one transaction: the space looked up, the scope counted and the
+        search settings made once, then one nearest-neighbour statement per vector (a question's keywords:
+        eight round trips a keyword become one)."""
+        if not len(vectors):
             return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        if k < 1:
+            return [[] for _ in queries]
         docs = list(doc_ids) if doc_ids else None
         try:
             with self._lock:
                 db = self._conn()
-                found = db.execute("SELECT dim, indexed FROM vector_spaces WHERE space = %s", (space,)).fetchone()
-                if found is None:
-                    return []
-                dim, indexed = found
                 with db.transaction(), db.cursor() as cur:
+                    found = cur.execute("SELECT dim, indexed FROM vector_spaces WHERE space = %s", (space,)).fetchone()
+                    if found is None:
+                        return [[] for _ in queries]
+                    dim, indexed = found
                     # An indexed space holds more than the limit; a scope may hold fewer (then exact is exact and fast).
                     approximate = (
                         indexed
                         and k <= HNSW_MAX_EF
                         and (docs is None or self._count_upto(cur, space, docs) > EXACT_SEARCH_MAX)
                     )
-                    statement, params = self._nearest(cur, space, dim if approximate else None, query, k, docs)
-                    rows = cur.execute(statement, params).fetchall()
+                    statement, params = self._nearest(cur, space, dim if approximate else None, k, docs)
+                    return [
+                        [(r[0], float(r[1])) for r in cur.execute(statement, params(query)).fetchall()]
+                        for query in queries
+                    ]
         except psycopg.DataError as exc:
             raise StoreError(f"vector search in {space!r} failed: {exc}") from exc
-        return [(r[0], float(r[1])) for r in rows]
-
-    def vector_search_many(
-        self, space: str, vectors: np.ndarray, k: int, doc_ids: Sequence[str] | None = None
-    ) -> list[list[tuple[str, float]]]:
-        """One nearest-neighbour statement per vector: the server reads each from its index or table."""
-        return [self.vector_search(space, vector, k, doc_ids) for vector in vectors]
 
     def _nearest(
-        self, cur: psycopg.Cursor, space: str, hnsw_dim: int | None, query: np.ndarray, k: int, docs: list[str] | None
-    ) -> tuple[sql.Composed, list[Any]]:
-        """The nearest-neighbour statement: an exact scan, or (given the index's dimension) the HNSW index.
+        self, cur: psycopg.Cursor, space: str, hnsw_dim: int | None, k: int, docs: list[str] | None
+    ) -> tuple[sql.Composed, Callable[[np.ndarray], list[Any]]]:
+        """The nearest-neighbour statement, an exact scan or (given the index's dimension) the HNSW index, and
+        its parameters for a query vector.
 
         The index is a partial expression index, so the statement names the space and the cast literally
         (a parameter would hide them from the planner), and this transaction is told to take it: right
@@ -214,23 +221,20 @@ class PostgresVectors(SqlHost):
                 "SELECT v.item_id, -(v.vec <#> %s) FROM vectors v WHERE v.space = %s AND {ready}{scope}"
                 " ORDER BY v.vec <#> %s, v.seq LIMIT %s"
             ).format(ready=ready, scope=scope)
-            return statement, [query, space, *tail, query, k]
+            return statement, lambda query: [query, space, *tail, query, k]
         settings = [("enable_seqscan", "off"), ("enable_sort", "off")]
         if self._iterative_scan:
             settings += [("hnsw.ef_search", str(max(40, k))), ("hnsw.iterative_scan", "strict_order")]
         else:  # without iterative scans, a wider beam leaves room for the rows the filters drop
             settings += [("hnsw.ef_search", str(min(HNSW_MAX_EF, max(40, 4 * k))))]
-        for name, value in settings:
-            cur.execute("SELECT set_config(%s, %s, true)", (name, value))
+        made = ", ".join("set_config(%s, %s, true)" for _ in settings)
+        cur.execute(f"SELECT {made}", [part for setting in settings for part in setting])
         distance = sql.SQL("(v.vec::vector({dim})) <#> %s::vector({dim})").format(dim=sql.Literal(hnsw_dim))
         statement = sql.SQL(
             "SELECT v.item_id, -({distance}) FROM vectors v WHERE v.space = {space} AND {ready}{scope}"
             " ORDER BY {distance} LIMIT %s"
         ).format(distance=distance, space=sql.Literal(space), ready=ready, scope=scope)
-        return statement, [query, *tail, query, k]
-
-    def warm(self, wait: bool = False) -> None:
-        """Nothing to load here: the server searches its own indexes, made with the data (`put_vectors`)."""
+        return statement, lambda query: [query, *tail, query, k]
 
     def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]:
         """Similarity of `vector` to the stored vectors of these items (items without one are left out)."""
