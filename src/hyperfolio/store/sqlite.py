@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from hyperfolio.errors import StoreError
+from hyperfolio.store.ann import SpaceIndex
 from hyperfolio.store.base import SPACES
 from hyperfolio.store.graph_files import GraphFiles
 from hyperfolio.store.model_records import MODEL_SCHEMA, ModelRecords
@@ -199,9 +200,6 @@ class SQLiteStore(SqlTables):
     def _keyword_folder(self, owner: str) -> Path:
         return self.directory / KEYWORD_FOLDER
 
-    def _graph_files(self, space: str) -> GraphFiles:
-        return GraphFiles(self.directory / GRAPH_FOLDER, space)
-
     # ------------------------------------------------------------------ vectors
     def put_vectors(self, space: str, items: Sequence[tuple[str, str]], vectors: np.ndarray) -> None:
         if len(items) != len(vectors):
@@ -280,7 +278,7 @@ class SQLiteStore(SqlTables):
             if not parts:
                 return [[] for _ in queries]
             stored = np.concatenate(parts)
-        near_rows = None if doc_ids else vm.approximate(self._graph_turns, self._graph_files(space))
+        near_rows = None if doc_ids else self._approximate(space, vm)
         if near_rows is not None:  # the rows near each query, scored exactly
             near = near_rows.search(queries, k)
             return [top_k(vm, rows, vm.matrix[rows] @ q, k) for q, rows in zip(queries, near, strict=True)]
@@ -294,10 +292,14 @@ class SQLiteStore(SqlTables):
         be made is made in the background, or here with `wait`, then put to use)."""
         for space in SPACES:
             vm = self._matrix(space)
-            index = vm.approximate(self._graph_turns, self._graph_files(space))
+            index = self._approximate(space, vm)
             if index is not None and wait:
                 index.wait()
-                vm.approximate(self._graph_turns, self._graph_files(space))
+                self._approximate(space, vm)  # the graph made takes over
+
+    def _approximate(self, space: str, vm: VectorMatrix) -> SpaceIndex | None:
+        """The space's approximate index brought up to date (graphs made one at a time, kept beside the db)."""
+        return vm.approximate(self._graph_turns, GraphFiles(self.directory / GRAPH_FOLDER, space))
 
     def vector_scores(self, space: str, vector: np.ndarray, item_ids: Sequence[str]) -> dict[str, float]:
         """Similarity of `vector` to the stored vectors of these items (items without one are left out)."""
