@@ -18,6 +18,7 @@ under a fingerprint of the rows it covers: a store reopened over the same rows t
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import faiss
@@ -51,9 +52,12 @@ GRAPH_FROM = APPROXIMATE_FROM  # rows from which a space searched through cells 
 ADD_BATCH = 100_000  # rows converted to float32 and added at a time (a whole large space would double it)
 
 
-def rows_as_float32(matrix: np.ndarray, start: int, end: int) -> np.ndarray:
-    """Rows start..end-1 as faiss takes them (a large space's matrix holds float16)."""
-    return np.ascontiguousarray(matrix[start:end], dtype=np.float32)
+def float32_batches(matrix: np.ndarray, start: int) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Rows from `start` on, `ADD_BATCH` at a time, as faiss takes them (a large space's matrix holds
+    float16; converting it whole would double it): (first row, end, rows)."""
+    for first in range(start, len(matrix), ADD_BATCH):
+        end = min(first + ADD_BATCH, len(matrix))
+        yield first, end, np.ascontiguousarray(matrix[first:end], dtype=np.float32)
 
 
 def candidates(k: int) -> int:
@@ -91,9 +95,8 @@ class CellIndex:
     def extend(self, matrix: np.ndarray) -> None:
         """Index the rows the matrix gained since the last call."""
         with self.lock:
-            for start in range(self.indexed, len(matrix), ADD_BATCH):
-                end = min(start + ADD_BATCH, len(matrix))
-                self.index.add_with_ids(rows_as_float32(matrix, start, end), np.arange(start, end, dtype=np.int64))
+            for first, end, rows in float32_batches(matrix, self.indexed):
+                self.index.add_with_ids(rows, np.arange(first, end, dtype=np.int64))
                 self.indexed = end
 
     def search(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
@@ -140,9 +143,8 @@ class GraphIndex:
     def extend(self, matrix: np.ndarray) -> None:
         """Add the rows the matrix gained since the last call (in order: the graph numbers rows as added)."""
         with self.lock:
-            for start in range(self.indexed, len(matrix), ADD_BATCH):
-                end = min(start + ADD_BATCH, len(matrix))
-                self.index.add(rows_as_float32(matrix, start, end))
+            for _, end, rows in float32_batches(matrix, self.indexed):
+                self.index.add(rows)
                 self.indexed = end
 
     def search(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
