@@ -8,6 +8,8 @@ knows no stage or retrieval strategy.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -42,6 +44,13 @@ SPACES = (CHUNK_SPACE, ENTITY_SPACE, HYPEREDGE_SPACE, CONCEPT_SPACE, RELATION_SP
 def scoped_key(item_id: str, doc_id: str) -> str:
     """Graph items span documents; keying their vectors per document lets a search be scoped."""
     return f"{item_id}|{doc_id}"
+
+
+def space_label(space: str) -> str:
+    """A space's name where only letters, digits and _ may go (an index, a file): readable, and unique even
+    for spaces whose names differ only in punctuation or case."""
+    readable = re.sub(r"\W", "_", space.lower())[:32]
+    return f"{readable}_{hashlib.sha1(space.encode()).hexdigest()[:8]}"
 
 
 def item_of(key: str) -> str:

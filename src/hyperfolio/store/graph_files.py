@@ -15,13 +15,14 @@ import contextlib
 import hashlib
 import logging
 import os
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
 import numpy as np
+
+from hyperfolio.store.base import space_label
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,7 @@ class GraphFiles:
 
     @property
     def stem(self) -> str:
-        readable = re.sub(r"[^A-Za-z0-9_]", "_", self.space)[:40]
-        return f"{readable}_{hashlib.sha1(self.space.encode()).hexdigest()[:8]}"
+        return space_label(self.space)
 
     def saved(self) -> list[tuple[int, str, Path]]:
         """(rows, fingerprint, path) of every graph saved for the space, the most rows first."""

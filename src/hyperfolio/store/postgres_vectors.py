@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -14,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from hyperfolio.errors import StoreError
-from hyperfolio.store.base import STAGE_READY
+from hyperfolio.store.base import STAGE_READY, space_label
 from hyperfolio.store.sql.host import SqlHost
 
 # A space's vectors are searched exactly (a scan, as SQLite does) up to this many; a larger space gets an
@@ -27,8 +25,7 @@ INDEX_BUILD_MEMORY = "2GB"  # at least this for the session building an HNSW ind
 
 def index_name(space: str) -> str:
     """A space's HNSW index: readable, and unique even for spaces whose names differ only in punctuation."""
-    readable = re.sub(r"\W", "_", space.lower())[:32]
-    return f"vectors_hnsw_{readable}_{hashlib.sha1(space.encode()).hexdigest()[:8]}"
+    return f"vectors_hnsw_{space_label(space)}"
 
 
 class PostgresVectors(SqlHost):
