@@ -242,6 +242,7 @@ class Answer:
     sufficient: bool  # False when the evidence does not support an answer
     answerer: str = "extractive"
     support: list[str] = field(default_factory=list)  # the extracted passages, in order
+    short: str = ""  # the answer itself (a number, a name, a cell ...) when one could be read off the evidence
     # What the answerer recorded about the answer: the language-model answerer's citation check puts
     # citations_given, citations_dropped, citations_added and citation_support here (answer/citations.py).
     meta: dict[str, Any] = field(default_factory=dict)

@@ -67,6 +67,7 @@ def answer_dict(answer: Answer) -> dict[str, Any]:
     return {
         "question": answer.question,
         "answer": answer.text,
+        "short": answer.short,
         "sufficient": answer.sufficient,
         "answerer": answer.answerer,
         "support": answer.support,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hyperfolio.answer.extractive import ExtractiveAnswerer, header_paths, passages, table_cell, terms
+from hyperfolio.answer.extractive import ExtractiveAnswerer
+from hyperfolio.answer.passages import passages, terms
+from hyperfolio.answer.table_answers import header_paths, table_cell
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.retrieve.rankings import reciprocal_rank_fusion
 

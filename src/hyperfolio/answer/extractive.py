@@ -13,34 +13,30 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from hyperfolio.answer.arithmetic import compute
 from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
+from hyperfolio.answer.expected import core_question
+from hyperfolio.answer.passages import Passage, disputed, passages, terms
+from hyperfolio.answer.short import short_answer
+from hyperfolio.answer.table_answers import table_cell, table_extreme
 from hyperfolio.embed.protocols import Embedder
-from hyperfolio.lexicon import QUESTION_WORDS, STOPWORDS
-from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
-from hyperfolio.phrases import first_number, sentences
+from hyperfolio.model import Answer, Citation, EvidencePackage
 from hyperfolio.retrieve.encoding import TextCache
 
 INSUFFICIENT = "The indexed documents do not contain enough evidence to answer this question."
 PASSAGE_VECTORS = 20_000  # passage vectors an answerer keeps across questions (about 1.5 kB each)
 FIRST_PASSAGES = 8  # passages scored before the bar the others must be able to reach is known
 
-_STOP = STOPWORDS | QUESTION_WORDS
-_TOKEN = re.compile(r"[^\W_]+(?:[.,][0-9]+)*%?")  # letters of any script, digits
 _QUANTITY = re.compile(
     r"\b(how (many|much|long|old|large|big|far)|what (percentage|percent|share|number|amount|year)|when|which year)\b",
     re.I,
 )  # noqa: E501
 _HAS_NUMBER = re.compile(r"\d")
 
-
-_MAX_WORDS = re.compile(r"\b(highest|largest|most|biggest|greatest|maximum|max|top|best|leading)\b", re.I)
-_MIN_WORDS = re.compile(r"\b(lowest|smallest|least|fewest|minimum|min|worst)\b", re.I)
-_NUMBER = re.compile(r"^[^\d-]*(-?\d[\d,]*(?:\.\d+)?)\s*%?[^\d]*$")
 # A citation marker as readers (and the web page) find them in an answer: [3], [1, 2], [ 4 ], [2-5].
 MARKER = re.compile(r"\[\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*\]")
 
@@ -51,181 +47,12 @@ def quoted(text: str) -> str:
     return MARKER.sub(lambda m: "(" + m.group(0)[1:-1].strip() + ")", text)
 
 
-def cell_number(cell: str) -> float | None:
-    """The number in a table cell such as '1,850', '$12.5', '42%'; None if the cell is not numeric."""
-    return first_number(cell) if _NUMBER.match(cell.strip()) else None
-
-
 class Answerer(Protocol):
     name: str
 
     def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
         """The cited answer; an answerer that writes it over time calls `on_text` with the text so far."""
         ...
-
-
-@dataclass
-class Passage:
-    text: str
-    item: EvidenceItem
-    kind: str  # "sentence", "row", "caption"
-
-
-def terms(text: str) -> list[str]:
-    """Lower-cased content terms with a light plural fold, for overlap scoring."""
-    out = []
-    for tok in _TOKEN.findall(text.lower()):
-        if tok in _STOP:
-            continue
-        if len(tok) > 4 and tok.endswith("s") and not tok.endswith("ss"):
-            tok = tok[:-1]
-        out.append(tok)
-    return out
-
-
-def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
-    """Split one evidence chunk into answer-sized candidates by modality."""
-    chunk = item.chunk
-    found: list[Passage] = []
-    if chunk.modality == "table" and chunk.table:
-        header = chunk.table[: chunk.table_header_rows]  # no header row: cells speak for themselves
-        names = [c.strip() for c in header[-1]] if header else []
-        if chunk.caption:
-            found.append(Passage(chunk.caption, item, "caption"))
-        for row in chunk.table[chunk.table_header_rows :]:
-            cells = [c.strip() for c in row]
-            if not any(cells):
-                continue
-            if names and len(names) == len(cells):
-                text = "; ".join(f"{n}: {v}" if n else v for n, v in zip(names, cells, strict=True) if v)
-            else:
-                text = " | ".join(c for c in cells if c)
-            found.append(Passage(text[:max_chars], item, "row"))
-        return found
-    if chunk.modality == "image":
-        # OCR of a chart is mostly tick labels: quote the caption when there is one.
-        text = chunk.caption or chunk.ocr_text or chunk.text
-        if chunk.meta.get("description"):  # what a vision model saw in it, kept at indexing
-            text = f"{chunk.caption or ''} {chunk.meta['description']}".strip()
-        return [Passage(text[:max_chars], item, "caption")]
-    for sentence in sentences(chunk.text):
-        if len(sentence) < 3:
-            continue
-        while len(sentence) > max_chars:
-            cut = sentence.rfind(" ", 0, max_chars)
-            cut = cut if cut > 0 else max_chars
-            found.append(Passage(sentence[:cut], item, "sentence"))
-            sentence = sentence[cut:].strip()
-        if sentence:
-            found.append(Passage(sentence, item, "sentence"))
-    return found
-
-
-def disputed(passage: Passage, evidence: EvidencePackage) -> bool:
-    """Whether the passage states a fact that was dropped as contradicted while indexing."""
-    text = passage.text.lower()
-    for item in evidence.meta.get("disputed", []):
-        if passage.item.chunk.chunk_id not in item["chunks"]:
-            continue
-        head, _, tail = (part.strip().lower() for part in item["fact"].split(" | ", 2))
-        if head in text and tail in text:
-            return True
-    return False
-
-
-def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
-    """Answer 'which X has the highest/lowest Y' from a table's cells instead of quoting a row."""
-    chunk = item.chunk
-    want_max = bool(_MAX_WORDS.search(question))
-    want_min = bool(_MIN_WORDS.search(question))
-    if chunk.modality != "table" or not chunk.table or want_max == want_min:
-        return None
-    header_rows = chunk.table_header_rows
-    if header_rows < 1:
-        return None  # without column names there is nothing to match the question against
-    header = [c.strip() for c in chunk.table[header_rows - 1]]
-    body = [row for row in chunk.table[header_rows:] if len(row) == len(header)]
-    if len(body) < 2:
-        return None
-    q_terms = set(terms(question))
-    numeric: list[tuple[int, int]] = []  # (header overlap with question, column)
-    label_col = None
-    for col in range(len(header)):
-        values = [cell_number(row[col]) for row in body]
-        if sum(v is not None for v in values) >= max(2, len(body) // 2 + 1):
-            overlap = len(q_terms & set(terms(header[col])))
-            numeric.append((overlap, col))
-        elif label_col is None:
-            label_col = col
-    if not numeric or label_col is None:
-        return None
-    overlap, col = max(numeric, key=lambda oc: (oc[0], -oc[1]))
-    if overlap == 0:
-        return None
-    numbered = [(cell_number(row[col]), row) for row in body]
-    scored = [(v, row) for v, row in numbered if v is not None]
-    value, row = (max if want_max else min)(scored, key=lambda vr: vr[0])
-    word = "highest" if want_max else "lowest"
-    text = f"{row[label_col].strip()} has the {word} {header[col]}: {row[col].strip()}"
-    if chunk.caption:
-        text += f" ({chunk.caption})"
-    return Passage(text, item, "derived")
-
-
-def header_paths(table: list[list[str]], header_rows: int) -> list[list[str]]:
-    """Each column's header path, top to bottom: a spanning cell left empty to its right (a merged
-    cell) is carried over, so 'Q1 2023' over 'Organic' and 'Reported' names both."""
-    width = max((len(r) for r in table), default=0)
-    paths: list[list[str]] = [[] for _ in range(width)]
-    for r in range(header_rows):
-        row = [c.strip() for c in table[r]] + [""] * (width - len(table[r]))
-        carried = ""
-        for col, cell in enumerate(row):
-            upper = r < header_rows - 1  # only upper rows span; the last row names each column itself
-            carried = cell or (carried if upper else "")
-            if carried and (not paths[col] or paths[col][-1] != carried):
-                paths[col].append(carried)
-    return paths
-
-
-def table_cell(question: str, item: EvidenceItem) -> Passage | None:
-    """Answer 'the Y of X' from the cell at X's row and Y's column, naming the row key and the whole
-    header path, instead of quoting a row (or the table's total)."""
-    chunk = item.chunk
-    if chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
-        return None
-    q_terms = set(terms(question))
-    header_rows = chunk.table_header_rows
-    paths = header_paths(chunk.table, header_rows)
-    body = [[c.strip() for c in row] for row in chunk.table[header_rows:]]
-    best: tuple[float, int, int] | None = None
-    for r, row in enumerate(body):
-        key_col = next((c for c, cell in enumerate(row) if cell and cell_number(cell) is None), None)
-        if key_col is None:
-            continue
-        key_terms = set(terms(row[key_col]))
-        row_match = len(q_terms & key_terms) / len(key_terms) if key_terms else 0.0
-        if row_match == 0:
-            continue
-        for col, cell in enumerate(row):
-            if col == key_col or not cell or col >= len(paths):
-                continue
-            col_terms = set(terms(" ".join(paths[col])))
-            col_match = len(q_terms & col_terms) / len(col_terms) if col_terms else 0.0
-            if col_match == 0:
-                continue
-            score = row_match + col_match
-            if best is None or score > best[0]:
-                best = (score, r, col)
-    if best is None:
-        return None
-    _, r, col = best
-    row = body[r]
-    key = next(cell for cell in row if cell and cell_number(cell) is None)
-    text = f"{key}, {' > '.join(paths[col])}: {row[col]}"
-    if chunk.caption:
-        text += f" ({chunk.caption})"
-    return Passage(text, item, "derived")
 
 
 def pick(candidates: Sequence[Passage], scores: np.ndarray, limit: int, floor: float) -> list[int]:
@@ -351,26 +178,38 @@ class ExtractiveAnswerer:
         """Extractive: the answer is picked, not written, so `on_text` is never called."""
         candidates = [p for item in evidence.items for p in passages(item)][: self.max_candidates]
         candidates = [p for p in candidates if not disputed(p, evidence)]
-        derived = [p for item in evidence.items if (p := table_extreme(question, item)) is not None]
+        core = core_question(question)  # without "Format your answer as ...": those words match nothing
+        derived = [p for item in evidence.items if (p := table_extreme(core, item)) is not None]
         if not derived:  # a superlative ranks rows; otherwise a row and a column name one cell
-            derived = [p for item in evidence.items if (p := table_cell(question, item)) is not None]
+            derived = [p for item in evidence.items if (p := table_cell(core, item)) is not None]
         candidates = derived + candidates
         if not candidates:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
-        scores = self.score(question, candidates)
+        scores = self.score(core, candidates)
         best = float(scores.max())
         if best < self.min_score:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
-        if evidence.meta.get("across_documents"):
+        across = bool(evidence.meta.get("across_documents"))
+        if across:
             chosen = per_document(candidates, scores, self.min_score)
         else:
             chosen = [candidates[i] for i in pick(candidates, scores, self.max_passages, 0.8 * best)]
+        computed = None if across else compute(core, evidence.items, candidates)
+        short = None if across or computed else short_answer(question, candidates, scores)
+        first = [o.passage for o in computed.operands] if computed else [short.passage] if short else []
+        if first:  # what the short answer is read from is quoted first
+            chosen = list({id(p): p for p in [*first, *chosen]}.values())  # none of the best dropped
         citations: list[Citation] = []
         for passage in chosen:
             if passage.item.citation not in citations:
                 citations.append(passage.item.citation)
         named = len({p.item.chunk.doc_id for p in chosen}) > 1  # say whose each part is
         parts = []
+        if computed is not None:
+            markers = "".join(dict.fromkeys(f"[{citations.index(p.item.citation) + 1}]" for p in first))
+            parts.append(f"{computed.answer()} {markers} \u2014 {computed.shown()}.")
+        elif short is not None and short.text != short.passage.text:
+            parts.append(f"{quoted(short.text)} [{citations.index(short.passage.item.citation) + 1}] \u2014")
         for passage in chosen:
             marker = citations.index(passage.item.citation) + 1
             whose = f"{passage.item.citation.title}: " if named else ""
@@ -385,7 +224,10 @@ class ExtractiveAnswerer:
             sufficient=True,
             answerer=self.name,
             support=[p.text for p in chosen],
-            meta={"conflicts": [c.as_dict() for c in conflicts]} if conflicts else {},
+            short=computed.answer() if computed else short.text if short else "",
+            meta=({"conflicts": [c.as_dict() for c in conflicts]} if conflicts else {})
+            | ({"answer_kind": str(short.kind)} if short is not None else {})
+            | ({"computation": computed.shown()} if computed is not None else {}),
         )
 
 

@@ -509,7 +509,12 @@ def score_answer(
     record.answer_seconds = time.perf_counter() - began
     # Without citation markers; an abstention scores as an empty answer.
     said = " ".join(reply.support) if reply.sufficient else ""
-    short = extract_answer(collection.models.get("answer"), question.question, said)
+    # The answerer's own short answer where it gave one; else the answer-extraction step (B.3) on the response.
+    short = (
+        reply.short
+        if reply.sufficient and reply.short
+        else extract_answer(collection.models.get("answer"), question.question, said)
+    )
     record.answer = reply.text
     record.em = m.best_over(m.exact_match, short, question.answers)
     record.f1 = m.best_over(m.token_f1, short, question.answers)

@@ -1,0 +1,235 @@
+"""Arithmetic over cited values: differences, percentage changes, sums, ratios and averages.
+
+A question such as "How much higher was revenue in 2024 than in 2023?" names its operands (two years,
+two regions ...); each is looked up in the evidence — a table cell whose row or column names it and
+whose other axis shares the question's words, or the number nearest to it in a sentence — and the
+result is computed exactly from those cited values, the computation shown. No operand is ever
+guessed: when one is not found, there is no computed answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hyperfolio.answer.expected import Kind
+from hyperfolio.answer.passages import Passage, cell_number, terms
+from hyperfolio.answer.spans import Span, number_spans
+from hyperfolio.answer.table_answers import header_paths
+from hyperfolio.model import EvidenceItem
+from hyperfolio.phrases import first_number
+
+_OPERATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "change",
+        re.compile(
+            r"\b(percent(age)? (change|increase|decrease|growth|decline)|% (change|increase|decrease)|"
+            r"grew by what percent|growth rate (from|between))\b",
+            re.I,
+        ),
+    ),  # fmt: skip
+    ("ratio", re.compile(r"\b(ratio (of|between)|how many times)\b", re.I)),
+    ("average", re.compile(r"\b(average|mean) of\b", re.I)),
+    ("sum", re.compile(r"\b(sum of|total of|combined|in total|altogether|add(ed)? up)\b", re.I)),
+    (
+        "difference",
+        re.compile(
+            r"\b(difference|gap|how much (higher|lower|more|less|greater|larger|smaller|bigger)|"
+            r"(increase|decrease|change|drop|rise|decline) (from|between|in)|compared (to|with))\b",
+            re.I,
+        ),
+    ),
+)
+_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+_PAIR = re.compile(
+    r"\b(?:between|from)\s+(?P<a>.+?)\s+(?:and|to)\s+(?P<b>.+?)(?=[?,;]|\s+(?:in|on|for|at|of|compared)\b|$)"
+    r"|(?P<c>[\w .&'-]+?)\s+(?:compared (?:to|with)|versus|vs\.?|than)\s+(?P<d>[\w .&'-]+?)(?=[?,;]|$)"
+    r"|\b(?:of|for)\s+(?P<e>.+?)\s+(?:and|to)\s+(?P<f>.+?)(?=[?,;]|$)",
+    re.I,
+)
+NEAR_CHARS = 60  # a sentence's number stands for a key only this close to it
+_SYMBOL = {"difference": "\u2212", "sum": "+", "ratio": "/", "average": "+", "change": "\u2192"}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A cited value: its number, as written, and the passage (cell or sentence) stating it."""
+
+    value: float
+    text: str
+    label: str
+    passage: Passage
+
+
+@dataclass(frozen=True)
+class Computation:
+    operation: str
+    operands: tuple[Operand, ...]
+    result: float
+    unit: str  # "%" when every operand is a percentage, else ""
+
+    def shown(self) -> str:
+        """The computation as a reader checks it: "97.3 − 88.1 = 9.2"."""
+        texts = [o.text for o in self.operands]
+        if self.operation == "change":
+            return f"({texts[1]} \u2212 {texts[0]}) / {texts[0]} = {self.answer()}"
+        if self.operation == "average":
+            return f"({' + '.join(texts)}) / {len(texts)} = {self.answer()}"
+        return f" {_SYMBOL[self.operation]} ".join(texts) + f" = {self.answer()}"
+
+    def answer(self) -> str:
+        places = max((decimals(o.text) for o in self.operands), default=0)
+        if self.operation in {"ratio", "change", "average"}:
+            places = max(places, 2)
+        value = round(self.result, places)
+        text = f"{value:,.{places}f}" if abs(value) >= 10_000 else f"{value:.{places}f}"
+        unit = "%" if self.operation == "change" else self.unit
+        return f"{text}{unit}"
+
+
+def decimals(text: str) -> int:
+    match = re.search(r"\.(\d+)", text)
+    return len(match.group(1)) if match else 0
+
+
+def operation_of(question: str) -> str | None:
+    """The arithmetic a question asks for, if any."""
+    for name, rule in _OPERATIONS:
+        if rule.search(question):
+            return name
+    return None
+
+
+def operand_keys(question: str) -> list[str]:
+    """What the operands are named by: two or more years, or the two sides of "between A and B",
+    "A compared to B", "from A to B"."""
+    years = list(dict.fromkeys(_YEAR.findall(question)))
+    if len(years) >= 2:
+        return years
+    match = _PAIR.search(question)
+    if match:
+        a, b = next((match.group(x), match.group(y)) for x, y in ("ab", "cd", "ef") if match.group(x))
+        return [p.strip(" .'\"") for p in (a, b) if p and p.strip(" .'\"")]
+    return []
+
+
+def naming_terms(key: str) -> set[str]:
+    """The words of an operand's key that tell it from the others: its names (capitalised words) and
+    numbers, else all its words ("revenue of the North Sea" -> north, sea)."""
+    named = {t for word in key.split() if word[:1].isupper() or word[:1].isdigit() for t in terms(word)}
+    return named or set(terms(key)) or {key.lower()}
+
+
+def value_class(text: str) -> str:
+    """What a value measures, as far as its writing tells: a percentage, a sum of money, or a number."""
+    spans = number_spans(text)
+    kind = spans[0].kind if spans else Kind.NUMBER
+    return str(kind) if kind in {Kind.PERCENT, Kind.MONEY} else "number"
+
+
+def cell_operand(
+    key: str, question_terms: set[str], item: EvidenceItem, others: set[str]
+) -> tuple[float, Operand] | None:
+    """The best cell of a table for `key`: its row key or header path names the key, and the rest of
+    its labels share the most words with the question (the other operands' words do not count)."""
+    chunk = item.chunk
+    if chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
+        return None
+    wanted = naming_terms(key)
+    context_terms = question_terms - others - wanted
+    paths = header_paths(chunk.table, chunk.table_header_rows)
+    best: tuple[float, Operand] | None = None
+    for row in chunk.table[chunk.table_header_rows :]:
+        cells = [c.strip() for c in row]
+        label = next((c for c in cells if c and cell_number(c) is None), "")
+        for col, cell in enumerate(cells):
+            value = cell_number(cell) if cell else None
+            if value is None or col >= len(paths):
+                continue
+            names = f"{label} {' '.join(paths[col])}"
+            found = set(terms(names)) | set(_YEAR.findall(names))
+            if not wanted <= found:
+                continue
+            context = len(context_terms & found)
+            score = 1.0 + context - 0.5 * len(found & others)
+            if best is None or score > best[0]:
+                text = f"{label}, {' > '.join(paths[col])}: {cell}"
+                passage = Passage(text, item, "derived", cell)
+                best = (score, Operand(value, cell, f"{label}, {' > '.join(paths[col])}", passage))
+    return best
+
+
+def sentence_operand(key: str, passage: Passage, kind_of: set[str]) -> tuple[float, Operand] | None:
+    """The number nearest after (or else before) `key` in a sentence, of the kind the other operands are."""
+    at = passage.text.lower().find(key.lower())
+    if at < 0:
+        return None
+    spans: list[Span] = [s for s in number_spans(passage.text) if not _YEAR.fullmatch(s.text)]
+    if kind_of:
+        spans = [s for s in spans if str(s.kind) in kind_of] or spans
+    if not spans:
+        return None
+    nearest = min(spans, key=lambda s: (s.start < at, abs(s.start - at)))
+    if abs(nearest.start - at) > NEAR_CHARS:
+        return None
+    score = 1.0 / (1.0 + abs(nearest.start - at) / 40.0)
+    value = nearest.value if nearest.value is not None else 0.0
+    return score, Operand(value, nearest.text, key, passage)
+
+
+def find_operands(
+    question: str, keys: Sequence[str], items: Sequence[EvidenceItem], candidates: Sequence[Passage]
+) -> list[Operand] | None:
+    """One cited value per key, or None when any key has none."""
+    question_terms = set(terms(question))
+    found: list[Operand] = []
+    for key in keys:
+        others = set().union(*(naming_terms(k) for k in keys if k != key))
+        scored = [c for item in items if (c := cell_operand(key, question_terms, item, others)) is not None]
+        if not scored:
+            kinds = {"percentage"} if "%" in question or "percent" in question.lower() else set()
+            scored = [
+                s for p in candidates if p.kind == "sentence" and (s := sentence_operand(key, p, kinds)) is not None
+            ]
+        if not scored:
+            return None
+        found.append(max(scored, key=lambda so: so[0])[1])
+    return found
+
+
+def compute(question: str, items: Sequence[EvidenceItem], candidates: Sequence[Passage]) -> Computation | None:
+    """The computation the question asks for, over operands cited from the evidence; None when the
+    question asks for none or an operand is not in the evidence."""
+    operation = operation_of(question)
+    keys = operand_keys(question)
+    if operation is None or len(keys) < 2:
+        return None
+    if operation in {"difference", "ratio", "change"}:
+        keys = keys[:2]
+    operands = find_operands(question, keys, items, candidates)
+    if operands is None or len({(o.label, o.text) for o in operands}) < len(operands):
+        return None  # one value cannot stand for two operands
+    if len({value_class(o.text) for o in operands}) > 1:
+        return None  # a percentage and a sum of money, say: not one quantity
+    values = [first_number(o.text) or 0.0 for o in operands]  # as written: "$412.6 million" -> 412.6
+    if operation == "difference":
+        result = abs(values[0] - values[1])
+    elif operation == "sum":
+        result = sum(values)
+    elif operation == "average":
+        result = sum(values) / len(values)
+    elif operation == "ratio":
+        if values[1] == 0:
+            return None
+        result = values[0] / values[1]
+    else:  # change from the earlier (first named) to the later
+        first, second = (values[0], values[1])
+        if _YEAR.fullmatch(keys[0]) and _YEAR.fullmatch(keys[1]) and int(keys[0]) > int(keys[1]):
+            first, second = second, first
+            operands = operands[::-1]
+        if first == 0:
+            return None
+        result = (second - first) / abs(first) * 100
+    unit = "%" if all(o.text.strip().endswith("%") for o in operands) else ""
+    return Computation(operation, tuple(operands), result, unit)

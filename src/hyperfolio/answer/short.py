@@ -1,0 +1,169 @@
+"""The short answer: the span of the expected kind that the best supporting passage states.
+
+The extractive answerer ranks passages (sentences, table rows, cells read off a table); this module
+reads the answer out of them. For a question expecting a number, a year, a name ... every span of that
+kind in the best passages is scored by its passage's score and by how close it sits to the words of the
+question it shares (an answer stands next to what it answers); a span the question itself states is
+not an answer to it. "Why" questions get the explaining sentence (a cause cue, a slide's speaker notes,
+or the sentence after the claim), yes/no questions a yes or no read from the best passage's polarity.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hyperfolio.answer.expected import Kind, core_question, expected_kind
+from hyperfolio.answer.passages import Passage, terms
+from hyperfolio.answer.spans import Span, in_format, name_spans, typed_spans
+
+READ_PASSAGES = 6  # best passages a short answer is read from
+NEAR_WORDS = 12  # proximity falls to half this many words away from the question's words
+EXPLAIN_SHARE = 0.4  # an explaining passage may score this share of the best and still be preferred
+_CAUSE = re.compile(
+    r"\b(because|due to|owing to|as a result|result(?:s|ed)? (?:in|from)|caused by|leads? to|led to|"
+    r"driven by|thanks to|since|so that|in order to|therefore|thus|hence|reason)\b",
+    re.I,
+)
+_NEGATION = re.compile(r"\b(not|no|never|none|neither|nor|without|cannot|n't)\b|n't\b", re.I)
+_LIST_SPLIT = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\n|•)\s*")
+_COPULA = re.compile(r"\b(?:is|are|was|were|include[sd]?|including|called|named|:)\s+", re.I)
+_WORD = re.compile(r"\S+")
+_WHICH_NOUN = re.compile(
+    r"\b(which|what)\s+(?!(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|about)\b)\w+", re.I
+)
+
+
+@dataclass(frozen=True)
+class ShortAnswer:
+    """What the answer says first; `passage` is where it is read from (its quote and citation)."""
+
+    text: str
+    kind: Kind
+    passage: Passage
+    score: float
+
+
+def _folded(text: str) -> str:
+    return " ".join(re.sub(r"[^\w.%$]+", " ", text.lower().replace(",", "")).split())
+
+
+def proximity(span: Span, text: str, question_terms: set[str]) -> float:
+    """1 when a word of the question stands right beside the span, falling with distance in words;
+    0 when the passage holds none of the question's words."""
+    starts = [(m.start(), m.group(0)) for m in _WORD.finditer(text)]
+    inside = {i for i, (at, _) in enumerate(starts) if span.start <= at < span.end}
+    first = min(inside) if inside else sum(at < span.start for at, _ in starts)
+    last = max(inside) if inside else first
+    near = [i for i, (_, w) in enumerate(starts) if i not in inside and set(terms(w)) & question_terms]
+    if not near:
+        return 0.0
+    # A value follows its label ("Fax: 514 ..."): a span after the question's word counts as a word nearer.
+    distance = min(first - i - 1 if i < first else i - last for i in near)
+    return 1.0 / (1.0 + 2.0 * distance / NEAR_WORDS)
+
+
+def stated_in(question: str, span: Span) -> bool:
+    """Whether the question already says this span ("in 2019", "Apple's revenue"): not its answer."""
+    return f" {_folded(span.text)} " in f" {_folded(question)} "
+
+
+def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]) -> tuple[Span, Passage, float] | None:
+    """The best-scoring span of `kind` across the ranked passages."""
+    q_terms = set(terms(question))
+    best: tuple[Span, Passage, float] | None = None
+    for passage, score in ranked:
+        for span in typed_spans(passage.text, kind, question):
+            if stated_in(question, span):
+                continue
+            total = score * (0.6 + 0.4 * proximity(span, passage.text, q_terms))
+            if best is None or total > best[2]:
+                best = (span, passage, total)
+    return best
+
+
+def explanation(ranked: Sequence[tuple[Passage, float]], every: Sequence[Passage]) -> tuple[Passage, float]:
+    """The explaining sentence: a speaker note or a sentence with a cause cue among the best passages
+    (a little lower in rank is fine), else the sentence after the best claim when it states a cause."""
+    best, top = ranked[0]
+    for passage, score in ranked:
+        notes = bool(passage.item.chunk.meta.get("notes"))
+        if (notes or _CAUSE.search(passage.text)) and score >= EXPLAIN_SHARE * top:
+            return passage, score
+    position = next((i for i, p in enumerate(every) if p is best), None)
+    if position is not None and position + 1 < len(every):
+        after = every[position + 1]
+        if after.item is best.item and _CAUSE.search(after.text):
+            return after, top
+    return best, top
+
+
+def yes_no(question: str, passage: Passage) -> str:
+    """Yes unless the passage negates what the question asks and the question does not."""
+    negated = bool(_NEGATION.search(passage.text))
+    return "No" if negated and not _NEGATION.search(question) else "Yes"
+
+
+def listed(question: str, passage: Passage) -> str:
+    """The items a passage enumerates after its copula or colon ("... include A, B and C")."""
+    text = passage.text
+    cue = _COPULA.search(text)
+    tail = text[cue.end() :] if cue else text
+    items = [i.strip(" .") for i in _LIST_SPLIT.split(tail) if i.strip(" .")]
+    items = [i for i in items if len(i.split()) <= 6 and not stated_in(question, Span(i, 0, 0, Kind.TEXT))]
+    if len(items) >= 2:
+        return ", ".join(items)
+    names = [s.text for s in name_spans(text) if not stated_in(question, s)]
+    return ", ".join(dict.fromkeys(names))
+
+
+def phrase_after(question: str, passage: Passage) -> str:
+    """A text answer: the phrase after the copula that follows the question's words in the passage
+    ("The capital of X is Y." answers "What is the capital of X?"), at most twelve words."""
+    q_terms = set(terms(question))
+    for cue in _COPULA.finditer(passage.text):
+        before = set(terms(passage.text[: cue.start()]))
+        if not before & q_terms:
+            continue
+        clause = re.split(r"[.;!?]|,\s(?:which|while|and|but)\b", passage.text[cue.end() :])[0].strip(" ,")
+        words = clause.split()
+        if words and len(words) <= 12:
+            return clause
+    return ""
+
+
+def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarray) -> ShortAnswer | None:
+    """The short answer to `question` from the scored passages, or None when none holds one."""
+    order = [int(i) for i in np.argsort(-scores, kind="stable") if np.isfinite(scores[i])]
+    if not order:
+        return None
+    ranked = [(candidates[i], float(scores[i])) for i in order[:READ_PASSAGES]]
+    kind = expected_kind(question)
+    asked, question = question, core_question(question)  # how to write the answer is not what it is about
+    passage, score = ranked[0]
+    if passage.value:  # a cell or row label read off a table answers first
+        return ShortAnswer(passage.value, kind, passage, score)
+    if kind == Kind.EXPLANATION:
+        found, found_score = explanation(ranked, candidates)
+        return ShortAnswer(found.text, kind, found, found_score)
+    if kind == Kind.YES_NO:
+        return ShortAnswer(yes_no(question, passage), kind, passage, score)
+    if kind == Kind.LIST:
+        items = listed(question, passage)
+        return ShortAnswer(items, kind, passage, score) if items else None
+    if kind == Kind.TEXT:  # a phrase the best passages state about the question's words, or none
+        for passage, score in ranked[:2]:
+            phrase = phrase_after(question, passage)
+            if phrase:
+                return ShortAnswer(phrase, kind, passage, score)
+        if not _WHICH_NOUN.search(question):
+            return None  # "what does the report say about ..." asks for the passage itself
+        kind = Kind.NAME  # "which system ...", "what company ...": a name
+    found_span = best_span(question, kind, ranked)
+    if found_span is None:
+        return None
+    span, passage, score = found_span
+    return ShortAnswer(in_format(asked, span), kind, passage, score)

@@ -1,0 +1,164 @@
+"""Typed spans in a passage: the numbers, percentages, sums of money, years, dates and names it states.
+
+A short answer is one of these spans, chosen by the kind the question expects (`expected.py`); the
+arithmetic of `arithmetic.py` takes its operands from them, with their units.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from hyperfolio.answer.expected import Kind
+from hyperfolio.phrases import find_phrases
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|"
+    r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_DATE = re.compile(
+    rf"\b(?:{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+\d{{4}}|"
+    rf"{_MONTH}\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}})\b"
+)
+_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
+_NUMBER = re.compile(
+    r"(?<![\w.,/-])(?P<sign>[-−–]\s?)?(?P<cur>[$€£¥]|US\$|USD\s|EUR\s|GBP\s)?\s?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?:\s?(?P<unit>%|percent\b|per cent\b|percentage points?\b|pp\b|thousand\b|million\b|mn\b|billion\b|bn\b|"
+    r"trillion\b|[kmb]\b))?(?![\w/])",
+    re.I,
+)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_WEB = re.compile(r"\b(?:https?://|www\.)[^\s,;)]+", re.I)
+_PHONE = re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])")
+_CODE = re.compile(r"\b(?=[A-Z0-9-]*\d)(?:[A-Z0-9]+[-/])+[A-Z0-9]+\b|\b\d{5,}\b")
+_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "hundred": 100,
+}  # fmt: skip
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.I)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A typed piece of a passage; `value` is the number it states (scaled by million/billion), if any."""
+
+    text: str
+    start: int
+    end: int
+    kind: Kind
+    value: float | None = None
+    unit: str = ""  # "%", "$", "million" ... as written
+
+
+def number_spans(text: str) -> list[Span]:
+    """Every number in `text`, typed by its unit: percentage, money, year, count or plain number."""
+    found = []
+    for m in _NUMBER.finditer(text):
+        digits = m.group("num").replace(",", "")
+        value = float(digits)
+        if m.group("sign"):
+            value = -value
+        unit = (m.group("unit") or "").lower()
+        currency = (m.group("cur") or "").strip()
+        if unit in {"%", "percent", "per cent"} or unit.startswith("percentage point") or unit == "pp":
+            kind = Kind.PERCENT
+        elif currency or unit in {"million", "mn", "billion", "bn", "trillion", "thousand", "m", "b", "k"}:
+            kind = Kind.MONEY if currency or unit in {"million", "billion", "bn", "mn", "trillion"} else Kind.NUMBER
+            value *= 1e12 if unit == "trillion" else _SCALE.get(unit, 1.0)
+        elif "." not in digits and 1900 <= value <= 2099 and "," not in m.group("num"):
+            kind = Kind.YEAR
+        elif "." not in digits:
+            kind = Kind.COUNT
+        else:
+            kind = Kind.NUMBER
+        found.append(Span(m.group(0).strip(), m.start(), m.end(), kind, value, currency or unit))
+    for m in _NUMBER_WORD.finditer(text):
+        found.append(Span(m.group(0), m.start(), m.end(), Kind.COUNT, float(_WORDS[m.group(0).lower()])))
+    return sorted(found, key=lambda s: s.start)
+
+
+def date_spans(text: str) -> list[Span]:
+    return [Span(m.group(0), m.start(), m.end(), Kind.DATE) for m in _DATE.finditer(text)]
+
+
+def name_spans(text: str) -> list[Span]:
+    """Names and acronyms (capitalised phrases), as the graph's offline extractor finds them."""
+    return [
+        Span(p.text, p.start, p.start + len(p.text), Kind.NAME)
+        for p in find_phrases(text)
+        if p.kind in {"name", "acronym"}
+    ]
+
+
+_ASKED_FORMAT = re.compile(r"\b(YYYY-MM-DD|YYYY-MM|MM/DD/YYYY|DD/MM/YYYY)\b", re.I)
+_DATE_FORMATS = ("%B %d %Y", "%b %d %Y", "%d %B %Y", "%d %b %Y", "%B %Y", "%b %Y", "%Y-%m-%d", "%m/%d/%Y", "%m/%d/%y")
+_STRFTIME = {"yyyy-mm-dd": "%Y-%m-%d", "yyyy-mm": "%Y-%m", "mm/dd/yyyy": "%m/%d/%Y", "dd/mm/yyyy": "%d/%m/%Y"}
+
+
+def parsed_date(text: str) -> datetime | None:
+    """A date span as a date ("March 9, 2020", "9th of March 2020", "2020-03-09"), if it reads as one."""
+    cleaned = re.sub(r"(?<=\d)(st|nd|rd|th)\b|\bof\b|[,.]", " ", text)
+    cleaned = " ".join(cleaned.split()).replace("Sept ", "Sep ")
+    for form in _DATE_FORMATS:
+        try:
+            return datetime.strptime(cleaned, form)
+        except ValueError:
+            continue
+    return None
+
+
+def in_format(question: str, span: Span) -> str:
+    """A span as the question wants it: a count in digits ("Four" -> "4"); a date in the format the
+    question names ("Format your answer as YYYY-MM-DD"); anything else as written."""
+    if span.kind == Kind.COUNT and span.value is not None and span.text.lower() in _WORDS:
+        return str(int(span.value))
+    asked = _ASKED_FORMAT.search(question)
+    if span.kind == Kind.DATE and asked and (date := parsed_date(span.text)) is not None:
+        return date.strftime(_STRFTIME[asked.group(1).lower()])
+    return span.text
+
+
+def identifier_spans(text: str, question: str = "") -> list[Span]:
+    """E-mail and web addresses, phone numbers and reference codes; only the sort the question names
+    when it names one ("fax", "e-mail", "website")."""
+    wanted = question.lower()
+    if "mail" in wanted:
+        finders = [_EMAIL]
+    elif any(w in wanted for w in ("website", "web ", "url")):
+        finders = [_WEB]
+    elif any(w in wanted for w in ("phone", "fax", "tel")):
+        finders = [_PHONE]
+    else:
+        finders = [_CODE, _PHONE, _EMAIL, _WEB]
+    found: dict[int, Span] = {}
+    for finder in finders:
+        for m in finder.finditer(text):
+            if not any(s.start <= m.start() < s.end for s in found.values()):
+                found[m.start()] = Span(m.group(0).strip(" .-"), m.start(), m.end(), Kind.IDENTIFIER)
+    return sorted(found.values(), key=lambda s: s.start)
+
+
+def typed_spans(text: str, kind: Kind, question: str = "") -> list[Span]:
+    """The spans of `text` that can answer a question expecting `kind`."""
+    if kind == Kind.IDENTIFIER:
+        return identifier_spans(text, question)
+    if kind == Kind.DATE:
+        return date_spans(text) or [s for s in number_spans(text) if s.kind == Kind.YEAR]
+    if kind == Kind.YEAR:
+        return [s for s in number_spans(text) if s.kind == Kind.YEAR]
+    if kind == Kind.NAME:
+        return name_spans(text)
+    if kind == Kind.COUNT:
+        return [s for s in number_spans(text) if s.kind in {Kind.COUNT, Kind.NUMBER}]
+    if kind == Kind.PERCENT:
+        return [s for s in number_spans(text) if s.kind == Kind.PERCENT]
+    if kind == Kind.MONEY:
+        spans = number_spans(text)
+        return [s for s in spans if s.kind == Kind.MONEY] or [s for s in spans if s.kind in {Kind.NUMBER, Kind.COUNT}]
+    if kind == Kind.NUMBER:
+        return [s for s in number_spans(text) if s.kind != Kind.YEAR]
+    return []

@@ -1,0 +1,107 @@
+"""Answers read off a table: the cell at a row and a column the question names, or the row a
+superlative picks ("which region has the highest revenue")."""
+
+from __future__ import annotations
+
+import re
+
+from hyperfolio.answer.passages import Passage, cell_number, terms
+from hyperfolio.model import EvidenceItem
+
+_MAX_WORDS = re.compile(r"\b(highest|largest|most|biggest|greatest|maximum|max|top|best|leading)\b", re.I)
+_MIN_WORDS = re.compile(r"\b(lowest|smallest|least|fewest|minimum|min|worst)\b", re.I)
+
+
+def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
+    """Answer 'which X has the highest/lowest Y' from a table's cells instead of quoting a row."""
+    chunk = item.chunk
+    want_max = bool(_MAX_WORDS.search(question))
+    want_min = bool(_MIN_WORDS.search(question))
+    if chunk.modality != "table" or not chunk.table or want_max == want_min:
+        return None
+    header_rows = chunk.table_header_rows
+    if header_rows < 1:
+        return None  # without column names there is nothing to match the question against
+    header = [c.strip() for c in chunk.table[header_rows - 1]]
+    body = [row for row in chunk.table[header_rows:] if len(row) == len(header)]
+    if len(body) < 2:
+        return None
+    q_terms = set(terms(question))
+    numeric: list[tuple[int, int]] = []  # (header overlap with question, column)
+    label_col = None
+    for col in range(len(header)):
+        values = [cell_number(row[col]) for row in body]
+        if sum(v is not None for v in values) >= max(2, len(body) // 2 + 1):
+            overlap = len(q_terms & set(terms(header[col])))
+            numeric.append((overlap, col))
+        elif label_col is None:
+            label_col = col
+    if not numeric or label_col is None:
+        return None
+    overlap, col = max(numeric, key=lambda oc: (oc[0], -oc[1]))
+    if overlap == 0:
+        return None
+    numbered = [(cell_number(row[col]), row) for row in body]
+    scored = [(v, row) for v, row in numbered if v is not None]
+    value, row = (max if want_max else min)(scored, key=lambda vr: vr[0])
+    word = "highest" if want_max else "lowest"
+    text = f"{row[label_col].strip()} has the {word} {header[col]}: {row[col].strip()}"
+    if chunk.caption:
+        text += f" ({chunk.caption})"
+    return Passage(text, item, "derived", row[label_col].strip())
+
+
+def header_paths(table: list[list[str]], header_rows: int) -> list[list[str]]:
+    """Each column's header path, top to bottom: a spanning cell left empty to its right (a merged
+    cell) is carried over, so 'Q1 2023' over 'Organic' and 'Reported' names both."""
+    width = max((len(r) for r in table), default=0)
+    paths: list[list[str]] = [[] for _ in range(width)]
+    for r in range(header_rows):
+        row = [c.strip() for c in table[r]] + [""] * (width - len(table[r]))
+        carried = ""
+        for col, cell in enumerate(row):
+            upper = r < header_rows - 1  # only upper rows span; the last row names each column itself
+            carried = cell or (carried if upper else "")
+            if carried and (not paths[col] or paths[col][-1] != carried):
+                paths[col].append(carried)
+    return paths
+
+
+def table_cell(question: str, item: EvidenceItem) -> Passage | None:
+    """Answer 'the Y of X' from the cell at X's row and Y's column, naming the row key and the whole
+    header path, instead of quoting a row (or the table's total)."""
+    chunk = item.chunk
+    if chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
+        return None
+    q_terms = set(terms(question))
+    header_rows = chunk.table_header_rows
+    paths = header_paths(chunk.table, header_rows)
+    body = [[c.strip() for c in row] for row in chunk.table[header_rows:]]
+    best: tuple[float, int, int] | None = None
+    for r, row in enumerate(body):
+        key_col = next((c for c, cell in enumerate(row) if cell and cell_number(cell) is None), None)
+        if key_col is None:
+            continue
+        key_terms = set(terms(row[key_col]))
+        row_match = len(q_terms & key_terms) / len(key_terms) if key_terms else 0.0
+        if row_match == 0:
+            continue
+        for col, cell in enumerate(row):
+            if col == key_col or not cell or col >= len(paths):
+                continue
+            col_terms = set(terms(" ".join(paths[col])))
+            col_match = len(q_terms & col_terms) / len(col_terms) if col_terms else 0.0
+            if col_match == 0:
+                continue
+            score = row_match + col_match
+            if best is None or score > best[0]:
+                best = (score, r, col)
+    if best is None:
+        return None
+    _, r, col = best
+    row = body[r]
+    key = next(cell for cell in row if cell and cell_number(cell) is None)
+    text = f"{key}, {' > '.join(paths[col])}: {row[col]}"
+    if chunk.caption:
+        text += f" ({chunk.caption})"
+    return Passage(text, item, "derived", row[col])

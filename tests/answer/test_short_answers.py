@@ -1,0 +1,165 @@
+"""Short answers read off the evidence, and arithmetic over cited values (offline answerer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperfolio.answer.arithmetic import compute, operand_keys, operation_of
+from hyperfolio.answer.expected import Kind, expected_kind
+from hyperfolio.answer.extractive import ExtractiveAnswerer
+from hyperfolio.answer.passages import passages
+from hyperfolio.answer.spans import number_spans
+from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
+
+REGIONS = [
+    ["Region", "Capacity (MW)", "Revenue ($M)"],
+    ["North Sea", "1,850", "168.4"],
+    ["Baltic", "1,120", "97.3"],
+    ["Iberia", "640", "52.0"],
+]
+
+
+def item(chunk: Chunk, rank: int) -> EvidenceItem:
+    chunk.doc_id = "d"
+    chunk.chunk_id = f"d:{chunk.page}:{chunk.order}"
+    cit = Citation("d", "Doc", chunk.page, chunk.bbox, chunk.section_path, chunk.chunk_id, chunk.modality)
+    return EvidenceItem(chunk=chunk, score=1.0 / rank, rank=rank, citation=cit)
+
+
+def text_item(text: str, page: int = 1, rank: int = 1, **meta) -> EvidenceItem:
+    return item(Chunk(page=page, order=rank, modality="text", text=text, meta=dict(meta)), rank)
+
+
+def table_item(rank: int = 1) -> EvidenceItem:
+    table = Chunk(page=2, order=0, modality="table", text="...", caption="Table 1: Regions", table=REGIONS)
+    table.table_header_rows = 1
+    return item(table, rank)
+
+
+def ask(question: str, *items: EvidenceItem):
+    package = EvidencePackage(question, "test", list(items))
+    return ExtractiveAnswerer(None).answer(question, package)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How many employees did the company have?", Kind.COUNT),
+        ("What percentage of revenue came from wind?", Kind.PERCENT),
+        ("In which year was the plant opened?", Kind.YEAR),
+        ("When did the merger close?", Kind.DATE),
+        ("What was the revenue in 2024?", Kind.MONEY),
+        ("Who is the chief executive?", Kind.NAME),
+        ("Why did margins fall?", Kind.EXPLANATION),
+        ("Is the plant in operation?", Kind.YES_NO),
+        ("Is the plant in Spain or in Portugal?", Kind.TEXT),
+        ("What are the three regions?", Kind.LIST),
+        ("How long is the cable?", Kind.NUMBER),
+    ],
+)
+def test_expected_kind(question, kind):
+    assert expected_kind(question) == kind
+
+
+def test_number_spans_are_typed_by_unit():
+    found = {s.text: s for s in number_spans("Revenue of $412.6 million in 2024, up 18% with 1,240 staff and 3.5 GW.")}
+    assert found["$412.6 million"].kind == Kind.MONEY and found["$412.6 million"].value == pytest.approx(412.6e6)
+    assert found["2024"].kind == Kind.YEAR
+    assert found["18%"].kind == Kind.PERCENT
+    assert found["1,240"].kind == Kind.COUNT and found["1,240"].value == 1240
+
+
+def test_short_answer_takes_the_span_of_the_expected_kind_nearest_the_question():
+    evidence = text_item(
+        "The group was founded in 1990 in Aarhus. In 2024 the company employed 1,240 people and its revenue "
+        "grew by 18% to $412.6 million."
+    )
+    assert ask("How many people did the company employ?", evidence).short == "1,240"
+    assert ask("By what percentage did revenue grow?", evidence).short == "18%"
+    assert ask("In which year was the group founded?", evidence).short == "1990"
+    answer = ask("What was the revenue?", evidence)
+    assert answer.short == "$412.6 million"
+    assert answer.text.startswith("$412.6 million [1] \u2014 ")  # short answer first, then the cited quote
+
+
+def test_a_span_the_question_states_is_not_its_answer():
+    evidence = text_item("In 2023 the plant produced 4.1 TWh; in 2022 it produced 3.2 TWh.")
+    assert ask("How much did the plant produce in 2023?", evidence).short == "4.1"
+
+
+def test_count_in_words_comes_back_as_digits():
+    evidence = text_item("The itinerary covers four days in the mountains.")
+    assert ask("How many days does the itinerary cover?", evidence).short == "4"
+
+
+def test_table_question_returns_the_cell_of_the_matching_row():
+    answer = ask("What was the revenue of the Baltic region?", table_item())
+    assert answer.short == "97.3"
+    assert "Baltic, Revenue ($M): 97.3" in answer.text
+
+
+def test_why_question_prefers_the_speaker_note_that_explains():
+    slide = text_item("Revenue grew in 2024. Margins were stable across regions.", rank=1)
+    notes = text_item("Revenue grew because two new offshore parks came online in the North Sea.", rank=2, notes=True)
+    answer = ask("Why did revenue grow in 2024?", slide, notes)
+    assert answer.short.startswith("Revenue grew because two new offshore parks")
+    assert answer.citations[0].chunk_id == notes.chunk.chunk_id
+
+
+def test_yes_no_reads_the_polarity_of_the_best_passage():
+    assert (
+        ask(
+            "Is the Baltic park connected to the grid?", text_item("The Baltic park is not connected to the grid yet.")
+        ).short
+        == "No"
+    )
+    assert (
+        ask("Is the Baltic park connected to the grid?", text_item("The Baltic park is connected to the grid.")).short
+        == "Yes"
+    )
+
+
+def test_difference_of_two_cited_cells_is_computed_and_shown():
+    answer = ask("What is the difference between the revenue of the North Sea and the Baltic?", table_item())
+    assert answer.short == "71.1"
+    assert "168.4 \u2212 97.3 = 71.1" in answer.text
+    assert answer.meta["computation"] == "168.4 \u2212 97.3 = 71.1"
+
+
+def test_sum_ratio_and_change():
+    assert ask("What is the sum of revenue of Baltic and Iberia?", table_item()).short == "149.3"
+    assert ask("What is the ratio of the North Sea capacity to the Baltic capacity?", table_item()).short == "1.65"
+    years = text_item("Revenue was $350.0 million in 2023. Revenue was $412.6 million in 2024.")
+    answer = ask("What was the percentage change in revenue from 2023 to 2024?", years)
+    assert answer.short == "17.89%"
+
+
+def test_no_operand_is_invented():
+    """One side of the comparison is not in the evidence: no computed answer."""
+    evidence = package_items = [table_item()]
+    assert compute("What is the difference between the revenue of the Baltic and Atlantis?", package_items, []) is None
+    # and values of different kinds are not combined
+    mixed = text_item("In 2024 revenue was $412.6 million. In 2023 the staff was 1,240.")
+    candidates = passages(mixed)
+    assert compute("How much higher was it in 2024 than in 2023?", [mixed], candidates) is None
+    assert evidence
+
+
+def test_operation_and_keys_of_a_question():
+    assert operation_of("How much higher was X in 2024 than in 2023?") == "difference"
+    assert operation_of("What is the percentage change in revenue from 2022 to 2023?") == "change"
+    assert operation_of("What was revenue?") is None
+    assert operand_keys("What is the gap between North Sea and Baltic revenue?") == ["North Sea", "Baltic revenue"]
+    assert operand_keys("Revenue in 2024 compared to 2023?") == ["2024", "2023"]
+
+
+def test_identifiers_follow_their_label():
+    evidence = text_item("Contact: Tel. 514-312-0293 Fax: 514-312-0292, e-mail desk@example.org, web www.example.org.")
+    assert ask("What is the fax number of the desk?", evidence).short == "514-312-0292"
+    assert ask("What is the e-mail address of the desk?", evidence).short == "desk@example.org"
+
+
+def test_a_date_comes_in_the_format_the_question_asks_for():
+    evidence = text_item("The order was signed on March 9, 2020 by the court.")
+    assert ask("What is the date of the order? Format your answer as YYYY-MM-DD.", evidence).short == "2020-03-09"
+    assert ask("When was the order signed?", evidence).short == "March 9, 2020"
