@@ -56,6 +56,15 @@ def test_mmlongbench_loader(mmlb_root: Path) -> None:
     assert q4.answers == ["Circle, Rectangle"]
 
 
+def test_mmlongbench_keeps_unanswerable_questions_when_answers_are_measured(mmlb_root: Path) -> None:
+    data = ds.load_mmlongbench(mmlb_root, unanswerable=True)
+    assert [q.qid for q in data.questions] == ["q1", "q2", "q4"]
+    q2 = data.questions[1]
+    assert not q2.answerable and q2.answers == [] and q2.evidence_pages == []
+    assert q2.meta["answer_format"] == "None"
+    assert data.skipped == {"evidence page outside the document": 1}
+
+
 def test_data_root_env_and_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ds.DATA_ENV, str(tmp_path / "nowhere"))
     assert ds.data_root() == tmp_path / "nowhere"

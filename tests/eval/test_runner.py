@@ -99,6 +99,7 @@ def test_run_eval_known_recall(tmp_path: Path, hash_embedder) -> None:
     assert "| bm25 | 100.0 |" not in text and "| bm25 | 83.3 | 100.0 | 100.0 |" in text
     assert json.loads(json_path.read_text())["overall"]["bm25"]["n"] == 3
     assert md_path.read_text() == text
+    assert "Answers by format" in text and all(r.abstained is not None for r in result.records)
 
     again = run_eval(dataset, ["bm25"], collection, embedder=hash_embedder, limit=1)
     assert again.index["status"] == {"skipped": 1}  # the index is reused; only q1's document is needed
@@ -141,3 +142,25 @@ def test_auto_is_judged_on_documents_its_ranker_never_saw(tmp_path: Path, hash_e
         assert sum(f["questions"] for f in result.folds[variant]) == len(questions)
     records = [r for r in result.records if r.strategy == "auto"]
     assert all(cid.startswith(r.retrieved[0][1].split(":")[0]) for r in records for _, cid in r.retrieved)
+
+
+def test_abstention_precision_and_recall() -> None:
+    from hyperfolio.eval.runner import QueryRecord, abstention
+
+    def record(qid: str, answerable: bool, abstained: bool) -> QueryRecord:
+        return QueryRecord(qid, "auto", 0.1, {}, {}, [], abstained=abstained, answerable=answerable)
+
+    records = [
+        record("a", True, False),
+        record("b", True, True),  # an answerable question abstained on
+        record("c", False, True),
+        record("d", False, True),
+        record("e", False, False),  # an unanswerable question answered anyway
+        record("f", True, False),
+    ]
+    found = abstention(records)
+    assert found["abstain_precision"] == pytest.approx(2 / 3)
+    assert found["abstain_recall"] == pytest.approx(2 / 3)
+    assert found["wrongly_abstained"] == pytest.approx(1 / 3)
+    assert found["n_unanswerable"] == 3
+    assert abstention([QueryRecord("x", "bm25", 0.1, {}, {}, [])]) == {}  # no answers asked for

@@ -39,7 +39,7 @@ def evaluate(
 
     A collection-scope report is written beside the document-scope one (`<label>-collection`), not over it."""
     label = dataset_label(spec)
-    dataset = load_dataset(spec, cache_dir=out / "cache")
+    dataset = load_dataset(spec, cache_dir=out / "cache", unanswerable=answers)  # answers: abstention counts
     directory = collection or out / "collections" / f"{label}-{embedder}"
     columns: list[Any] = [
         TextColumn("{task.description:<9}"),

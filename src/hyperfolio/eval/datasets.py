@@ -134,11 +134,12 @@ def _bump(counter: dict[str, int], reason: str) -> None:
 
 
 # ---------------------------------------------------------------------------- MMLongBench-Doc
-def load_mmlongbench(root: str | Path | None = None) -> EvalDataset:
+def load_mmlongbench(root: str | Path | None = None, unanswerable: bool = False) -> EvalDataset:
     """MMLongBench-Doc: long PDFs, gold evidence pages and sources.
 
-    Unanswerable questions have no evidence to retrieve, and a few upstream questions
-    cite pages past the end of their PDF; both are skipped and counted.
+    Unanswerable questions have no evidence to retrieve: skipped and counted, unless `unanswerable`
+    (answers are measured: an answerer should abstain on them). A few upstream questions cite pages
+    past the end of their PDF; they are skipped and counted.
     """
     folder = _require(data_root(root) / "mmlongbench_dev", "MMLongBench-Doc dev set")
     rows = _read_jsonl(_require(folder / "qa.jsonl", "MMLongBench-Doc questions"))
@@ -149,7 +150,10 @@ def load_mmlongbench(root: str | Path | None = None) -> EvalDataset:
         answer = str(row.get("answer", "")).strip()
         pages = [int(p) for p in row.get("evidence_pages_list") or []]
         if answer.lower() == NOT_ANSWERABLE:
-            _bump(skipped, "not answerable")
+            if unanswerable:
+                questions.append(_unanswerable_question(row))
+            else:
+                _bump(skipped, "not answerable")
             continue
         num_pages = int(row.get("doc_num_pages") or 0)
         if num_pages and any(p > num_pages or p < 1 for p in pages):
@@ -185,6 +189,12 @@ def load_mmlongbench(root: str | Path | None = None) -> EvalDataset:
     if missing:
         raise DatasetMissing(f"MMLongBench-Doc documents missing from {doc_dir}: {', '.join(missing[:5])}")
     return _paged_dataset("mmlongbench", questions, doc_dir, skipped, folder)
+
+
+def _unanswerable_question(row: dict[str, Any]) -> EvalQuestion:
+    """A question the document does not answer: no gold answer or evidence, only a right to abstain."""
+    meta = {"answer_format": row.get("answer_format", "None"), "doc_type": row.get("doc_type", "")}
+    return EvalQuestion(str(row["qid"]), str(row["doc_id"]), str(row["question"]), [], answerable=False, meta=meta)
 
 
 def _paged_dataset(
@@ -453,10 +463,13 @@ def _find_document(base: Path, doc: str) -> Path:
     raise DatasetMissing(f"document {doc!r} not found beside {base} or in {base / 'documents'}")
 
 
-def load_dataset(spec: str, cache_dir: str | Path, root: str | Path | None = None) -> EvalDataset:
-    """'mmlongbench', 'qasper', 'financebench' or 'jsonl:PATH' -> dataset."""
+def load_dataset(
+    spec: str, cache_dir: str | Path, root: str | Path | None = None, unanswerable: bool = False
+) -> EvalDataset:
+    """'mmlongbench', 'qasper', 'financebench' or 'jsonl:PATH' -> dataset; `unanswerable`: keep the
+    questions the documents do not answer, where a set marks them (MMLongBench-Doc)."""
     if spec == "mmlongbench":
-        return load_mmlongbench(root)
+        return load_mmlongbench(root, unanswerable)
     if spec == "financebench":
         return load_financebench(root)
     if spec == "qasper":

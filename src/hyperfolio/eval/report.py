@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hyperfolio.eval.metrics import mean
 from hyperfolio.eval.runner import EvalResult, Summary
 
 
@@ -58,6 +59,45 @@ def source_table(result: EvalResult) -> list[str]:
     return _table(header, rows)
 
 
+def answer_table(result: EvalResult) -> list[str]:
+    """Rows = answer format (MMLongBench-Doc's Str, Int, Float, List; None = unanswerable); per strategy
+    EM / F1 on the answerable ones, and how often each strategy's answer abstained."""
+    if not result.answers:
+        return []
+    formats = {q.qid: str(q.meta.get("answer_format") or "-") for q in result.questions}
+    header = ["answer format", "n"] + [f"{s} EM / F1 / abstained" for s in result.strategies]
+    rows = []
+    for fmt in sorted(set(formats.values())):
+        per = []
+        n = 0
+        for strategy in result.strategies:
+            mine = [r for r in result.records if r.strategy == strategy and formats.get(r.qid) == fmt]
+            n = len(mine)
+            em = mean([r.em for r in mine])
+            f1 = mean([r.f1 for r in mine])
+            gave_up = mean([float(r.abstained) for r in mine if r.abstained is not None])
+            per.append(f"{_pct(em)} / {_pct(f1)} / {_pct(gave_up)}")
+        rows.append([fmt, str(n), *per])
+    return _table(header, rows)
+
+
+def abstention_line(result: EvalResult) -> str:
+    """Abstention, per strategy: precision and recall on the unanswerable questions, and the share of
+    answerable ones abstained on."""
+    parts = []
+    for strategy in result.strategies:
+        s = result.overall[strategy]
+        if s.n_unanswerable:
+            parts.append(
+                f"{strategy} precision {_pct(s.abstain_precision)}, recall {_pct(s.abstain_recall)}, "
+                f"answerable abstained {_pct(s.wrongly_abstained)}"
+            )
+    if not parts:
+        return ""
+    n = max(result.overall[s].n_unanswerable for s in result.strategies)
+    return f"Abstention ({n} unanswerable questions, %): " + "; ".join(parts) + "."
+
+
 def scope_note(result: EvalResult) -> str:
     """How the questions were asked, since the same recall means different things in each scope."""
     if result.scope == "collection":
@@ -80,6 +120,10 @@ def markdown(result: EvalResult) -> str:
     by_source = source_table(result)
     if by_source:
         lines += [f"### By evidence source ({recall_name(result)}, %)", "", *by_source, ""]
+    answers = answer_table(result)
+    if answers:
+        lines += ["### Answers by format (EM and F1 on answerable questions, %)", "", *answers, ""]
+        lines += [abstention_line(result), ""]
     skipped = ", ".join(f"{reason}: {n}" for reason, n in sorted(result.skipped.items())) or "none"
     failures = result.index.get("failures") or []
     lines += [

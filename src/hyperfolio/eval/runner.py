@@ -64,6 +64,9 @@ class QueryRecord:
     em: float | None = None
     f1: float | None = None
     inclusion: float | None = None
+    short: str | None = None  # the short answer scored by EM and F1
+    abstained: bool | None = None  # the answerer said the evidence does not answer the question
+    answerable: bool = True
 
 
 @dataclass
@@ -82,6 +85,10 @@ class Summary:
     f1: float | None = None
     inclusion: float | None = None
     n_qa: int = 0
+    abstain_precision: float | None = None  # of the abstentions, the share on unanswerable questions
+    abstain_recall: float | None = None  # of the unanswerable questions, the share abstained on
+    wrongly_abstained: float | None = None  # of the answerable questions, the share abstained on
+    n_unanswerable: int = 0
 
 
 @dataclass
@@ -127,7 +134,26 @@ def summarise(records: Sequence[QueryRecord], k_values: Sequence[int]) -> Summar
         f1=m.mean(r.f1 for r in qa),
         inclusion=m.mean(r.inclusion for r in qa),
         n_qa=len(qa),
+        **abstention(records),
     )
+
+
+def abstention(records: Sequence[QueryRecord]) -> dict[str, Any]:
+    """Precision and recall of abstaining (unanswerable questions are the positives), and the share of
+    answerable questions abstained on; empty when no answer was asked for."""
+    asked = [r for r in records if r.abstained is not None]
+    if not asked:
+        return {}
+    abstained = [r for r in asked if r.abstained]
+    unanswerable = [r for r in asked if not r.answerable]
+    answerable = [r for r in asked if r.answerable]
+    hits = sum(not r.answerable for r in abstained)
+    return {
+        "abstain_precision": hits / len(abstained) if abstained else None,
+        "abstain_recall": hits / len(unanswerable) if unanswerable else None,
+        "wrongly_abstained": sum(bool(r.abstained) for r in answerable) / len(answerable) if answerable else None,
+        "n_unanswerable": len(unanswerable),
+    }
 
 
 def score_package(
@@ -516,6 +542,11 @@ def score_answer(
         else extract_answer(collection.models.get("answer"), question.question, said)
     )
     record.answer = reply.text
+    record.short = short
+    record.abstained = not reply.sufficient
+    record.answerable = question.answerable
+    if not question.answerable:
+        return  # nothing to match: only whether it abstained counts
     record.em = m.best_over(m.exact_match, short, question.answers)
     record.f1 = m.best_over(m.token_f1, short, question.answers)
     record.inclusion = m.best_over(m.inclusion, said, question.answers)  # on the full response (B.3.2)
