@@ -105,11 +105,18 @@ def _refiner(chat: Any, _offline: Any, _parts: Parts) -> Any:
     return LLMRefiner(chat)
 
 
-def _extractive(parts: Parts) -> ExtractiveAnswerer:
-    settings = parts.settings
+def extractive_answerer(settings: Settings, embedder: Embedder | None) -> ExtractiveAnswerer:
+    """The offline answerer as the settings configure it (`embedder` None: it scores by words only)."""
     return ExtractiveAnswerer(
-        parts.embedder(), max_passages=settings.answer_sentences, min_score=settings.min_answer_score
+        embedder,
+        max_passages=settings.answer_sentences,
+        min_score=settings.min_answer_score,
+        min_anchor_share=settings.min_anchor_share,
     )
+
+
+def _extractive(parts: Parts) -> ExtractiveAnswerer:
+    return extractive_answerer(parts.settings, parts.embedder())
 
 
 def _answerer(chat: Any, extractive: ExtractiveAnswerer, parts: Parts) -> Any:
@@ -249,8 +256,7 @@ class ComponentSet:
         """A lexical strategy's extractive answer scores passages by their words: no embedding model loads."""
         answerer = self.answerer
         if strategy.lexical and isinstance(answerer, ExtractiveAnswerer):
-            settings = self.settings
-            return ExtractiveAnswerer(None, max_passages=settings.answer_sentences, min_score=settings.min_answer_score)
+            return extractive_answerer(self.settings, None)
         return answerer
 
     @property

@@ -161,6 +161,9 @@ class Settings:
     rrf_k: int = 60
     answer_sentences: int = 2  # passages the extractive answerer joins into an answer
     min_answer_score: float = 0.25  # below this the evidence is called insufficient
+    # Abstain when less than this share of the names, years and quantities a question states occur in the
+    # evidence (answer/support.py; chosen by cross-validation, benchmarks/abstention.py); 0 never abstains.
+    min_anchor_share: float = 0.6
 
     @classmethod
     def load(cls, path: Path | None = None, user: bool = True, **overrides: Any) -> Settings:

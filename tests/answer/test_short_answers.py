@@ -163,3 +163,28 @@ def test_a_date_comes_in_the_format_the_question_asks_for():
     evidence = text_item("The order was signed on March 9, 2020 by the court.")
     assert ask("What is the date of the order? Format your answer as YYYY-MM-DD.", evidence).short == "2020-03-09"
     assert ask("When was the order signed?", evidence).short == "March 9, 2020"
+
+
+def test_abstains_when_the_evidence_never_names_what_the_question_asks_about():
+    evidence = text_item("The two plants of the company are located at Guldhar and Mumbai.")
+    question = "Where are the two plants of Apple Inc. located?"
+    package = EvidencePackage(question, "test", [evidence])
+    answer = ExtractiveAnswerer(None, min_anchor_share=0.6).answer(question, package)
+    assert not answer.sufficient
+    assert answer.text.startswith("Not found in the indexed documents (nothing about Apple Inc)")
+    assert answer.citations == [evidence.citation]  # the closest evidence, cited
+    assert answer.meta["missing"] == ["Apple Inc"]
+    # the same evidence answers a question about what it does name
+    asked = "Where are the two plants located?"
+    kept = ExtractiveAnswerer(None, min_anchor_share=0.6).answer(asked, EvidencePackage(asked, "test", [evidence]))
+    assert kept.sufficient
+
+
+def test_anchor_share_ignores_page_numbers_and_questions_in_capitals():
+    from hyperfolio.answer.support import anchor_phrases
+
+    assert [text for text, _ in anchor_phrases("What does the chart on page 14 say about Germany in 2019?")] == [
+        "Germany",
+        "2019",
+    ]
+    assert anchor_phrases("WHAT IS THE USCA CASE NUMBER?") == []

@@ -22,6 +22,7 @@ from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
 from hyperfolio.answer.expected import core_question
 from hyperfolio.answer.passages import Passage, disputed, passages, terms
 from hyperfolio.answer.short import short_answer
+from hyperfolio.answer.support import anchor_share, missing_anchors
 from hyperfolio.answer.table_answers import table_cell, table_extreme
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.model import Answer, Citation, EvidencePackage
@@ -90,10 +91,12 @@ class ExtractiveAnswerer:
         max_passages: int = 2,
         min_score: float = 0.25,
         max_candidates: int = 200,
+        min_anchor_share: float = 0.0,
     ) -> None:
         self.embedder = embedder
         self.max_passages = max_passages
         self.min_score = min_score
+        self.min_anchor_share = min_anchor_share  # answer/support.py: abstain when the evidence misses the names
         self.max_candidates = max_candidates
         # Vectors by text, kept across questions: a text's vector never changes, and the passages of the
         # chunks a collection keeps citing were most of what each question embedded again.
@@ -189,6 +192,9 @@ class ExtractiveAnswerer:
         best = float(scores.max())
         if best < self.min_score:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
+        if anchor_share(core, candidates) < self.min_anchor_share:
+            closest = candidates[int(np.argmax(scores))]
+            return not_found(question, evidence, closest, missing_anchors(core, candidates), self.name)
         across = bool(evidence.meta.get("across_documents"))
         if across:
             chosen = per_document(candidates, scores, self.min_score)
@@ -229,6 +235,22 @@ class ExtractiveAnswerer:
             | ({"answer_kind": str(short.kind)} if short is not None else {})
             | ({"computation": computed.shown()} if computed is not None else {}),
         )
+
+
+def not_found(question: str, evidence: EvidencePackage, closest: Passage, missing: list[str], answerer: str) -> Answer:
+    """An abstention that says what the evidence lacks and quotes the closest passage, cited."""
+    lacking = f" (nothing about {', '.join(missing)})" if missing else ""
+    text = f"Not found in the indexed documents{lacking}. The closest evidence: {quoted(closest.text)} [1]"
+    return Answer(
+        question,
+        text,
+        [closest.item.citation],
+        evidence,
+        sufficient=False,
+        answerer=answerer,
+        support=[closest.text],
+        meta={"abstained": "anchors", "missing": missing},
+    )
 
 
 def conflict_lines(

@@ -1,0 +1,131 @@
+"""Choose the abstention floor (`min_anchor_share`) by cross-validation with whole documents held out.
+
+Every MMLongBench-Doc dev question — the unanswerable ones too — is asked of its own document; the
+share of the question's anchors (names, years, quantities) found in the evidence the answer reads is
+the signal (`hyperfolio.answer.support`). Each fold's floor is the grid value with the best abstention
+F1 on the other folds' documents, among those abstaining on at most 10% of their answerable questions;
+the figures are the held-out folds', pooled.
+
+    python benchmarks/abstention.py --collection bench-out/dev-mm
+
+Needs ../shared/data (or $HYPERFOLIO_DATA) and a collection of the dev PDFs (`hyperfolio eval
+--dataset mmlongbench --collection DIR` builds one); prints what it skips.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from hyperfolio import Collection
+from hyperfolio.answer.expected import core_question
+from hyperfolio.answer.passages import passages
+from hyperfolio.answer.support import anchor_share
+from hyperfolio.config import Settings
+from hyperfolio.eval.datasets import DatasetMissing, load_dataset
+from hyperfolio.eval.ranker_training import assign_folds
+from hyperfolio.eval.runner import EvalProgress, index_documents
+
+GRID = (0.0, 0.01, 0.2, 0.34, 0.5, 0.6, 0.67, 0.75, 0.99)
+MAX_WRONGLY = 0.10  # answerable questions abstained on, at most
+
+
+@dataclass(frozen=True)
+class Signal:
+    doc: str
+    answerable: bool
+    share: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    precision: float
+    recall: float
+    wrongly: float
+
+    @property
+    def f1(self) -> float:
+        total = self.precision + self.recall
+        return 2 * self.precision * self.recall / total if total else 0.0
+
+
+def outcome(signals: list[Signal], floor: float) -> Outcome:
+    abstained = [s for s in signals if s.share < floor]
+    hits = sum(not s.answerable for s in abstained)
+    unanswerable = sum(not s.answerable for s in signals)
+    answerable = len(signals) - unanswerable
+    return Outcome(
+        hits / len(abstained) if abstained else 0.0,
+        hits / unanswerable if unanswerable else 0.0,
+        (len(abstained) - hits) / answerable if answerable else 0.0,
+    )
+
+
+def choose(signals: list[Signal]) -> float:
+    allowed = [f for f in GRID if outcome(signals, f).wrongly <= MAX_WRONGLY]
+    return max(allowed, key=lambda f: (outcome(signals, f).f1, -f))
+
+
+def gather(collection_dir: Path, k: int) -> list[Signal]:
+    data = load_dataset("mmlongbench", tempfile.mkdtemp(prefix="abstention-"), unanswerable=True)
+    settings = Settings.load(collection_dir / "settings.toml")
+    found = []
+    with Collection(collection_dir, settings=settings) as col:
+        wanted = {q.doc_ref for q in data.questions}
+        doc_ids, _ = index_documents(col, [p for p in data.documents if p.name in wanted], EvalProgress())
+        for q in data.questions:
+            doc = doc_ids.get(q.doc_ref)
+            if doc is None:
+                continue
+            evidence = col.retrieve(q.question, mode="auto", k=k, doc=doc)
+            read = [p for item in evidence.items for p in passages(item)]
+            found.append(Signal(q.doc_ref, q.answerable, anchor_share(core_question(q.question), read)))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--collection", type=Path, required=True, help="a collection of the MMLongBench-Doc dev PDFs")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--k", type=int, default=10, help="evidence items the answer reads")
+    args = parser.parse_args()
+    try:
+        signals = gather(args.collection, args.k)
+    except DatasetMissing as exc:
+        print(f"skipped: {exc}")
+        sys.exit(0)
+    fold_of = assign_folds([s.doc for s in signals], args.folds)
+    held: list[Signal] = []
+    chosen: list[float] = []
+    abstained_on: dict[int, float] = {}
+    for fold in sorted(set(fold_of.values())):
+        floor = choose([s for s in signals if fold_of[s.doc] != fold])
+        mine = [s for s in signals if fold_of[s.doc] == fold]
+        chosen.append(floor)
+        result = outcome(mine, floor)
+        print(
+            f"fold {fold}: floor {floor:.2f} chosen on the other folds; held out: {len(mine)} questions, "
+            f"precision {100 * result.precision:.1f}, recall {100 * result.recall:.1f}, "
+            f"answerable abstained {100 * result.wrongly:.1f}"
+        )
+        for s in mine:
+            abstained_on[id(s)] = floor
+        held.extend(mine)
+    # Pooled: each question judged with its own fold's floor.
+    abstained = [s for s in held if s.share < abstained_on[id(s)]]
+    hits = sum(not s.answerable for s in abstained)
+    unanswerable = sum(not s.answerable for s in held)
+    answerable = len(held) - unanswerable
+    print(
+        f"held-out folds pooled ({len(held)} questions, {unanswerable} unanswerable): abstention precision "
+        f"{100 * hits / max(len(abstained), 1):.1f}, recall {100 * hits / max(unanswerable, 1):.1f}, "
+        f"answerable abstained {100 * (len(abstained) - hits) / max(answerable, 1):.1f}"
+    )
+    print(f"floor chosen on all questions (the shipped default): {choose(signals):.2f}; per fold: {chosen}")
+
+
+if __name__ == "__main__":
+    main()
