@@ -24,12 +24,14 @@ from hyperfolio import Collection
 from hyperfolio.answer.expected import core_question
 from hyperfolio.answer.passages import passages
 from hyperfolio.answer.support import anchor_share
+from hyperfolio.components import extractive_answerer
 from hyperfolio.config import Settings
 from hyperfolio.eval.datasets import DatasetMissing, load_dataset
 from hyperfolio.eval.ranker_training import assign_folds
 from hyperfolio.eval.runner import EvalProgress, index_documents
 
-GRID = (0.0, 0.01, 0.2, 0.34, 0.5, 0.6, 0.67, 0.75, 0.99)
+GRID = (0.0, 0.01, 0.2, 0.34, 0.5, 0.6, 0.67, 0.75, 0.99)  # anchor share floors
+SCORE_GRID = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3)  # best-passage score floors (`min_answer_score`)
 MAX_WRONGLY = 0.10  # answerable questions abstained on, at most
 
 
@@ -38,6 +40,7 @@ class Signal:
     doc: str
     answerable: bool
     share: float
+    best: float  # the best passage's score
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,15 @@ class Outcome:
         return 2 * self.precision * self.recall / total if total else 0.0
 
 
-def outcome(signals: list[Signal], floor: float) -> Outcome:
-    abstained = [s for s in signals if s.share < floor]
+Floors = tuple[float, float]  # (anchor share, best score)
+
+
+def abstains(signal: Signal, floors: Floors) -> bool:
+    return signal.best < floors[1] or signal.share < floors[0]
+
+
+def outcome(signals: list[Signal], floors: Floors) -> Outcome:
+    abstained = [s for s in signals if abstains(s, floors)]
     hits = sum(not s.answerable for s in abstained)
     unanswerable = sum(not s.answerable for s in signals)
     answerable = len(signals) - unanswerable
@@ -64,9 +74,9 @@ def outcome(signals: list[Signal], floor: float) -> Outcome:
     )
 
 
-def choose(signals: list[Signal]) -> float:
-    allowed = [f for f in GRID if outcome(signals, f).wrongly <= MAX_WRONGLY]
-    return max(allowed, key=lambda f: (outcome(signals, f).f1, -f))
+def choose(signals: list[Signal]) -> Floors:
+    allowed = [(a, b) for a in GRID for b in SCORE_GRID if outcome(signals, (a, b)).wrongly <= MAX_WRONGLY]
+    return max(allowed, key=lambda f: (outcome(signals, f).f1, -f[0], -f[1]))
 
 
 def gather(collection_dir: Path, k: int) -> list[Signal]:
@@ -74,6 +84,7 @@ def gather(collection_dir: Path, k: int) -> list[Signal]:
     settings = Settings.load(collection_dir / "settings.toml")
     found = []
     with Collection(collection_dir, settings=settings) as col:
+        answerer = extractive_answerer(settings, col.embedder)
         wanted = {q.doc_ref for q in data.questions}
         doc_ids, _ = index_documents(col, [p for p in data.documents if p.name in wanted], EvalProgress())
         for q in data.questions:
@@ -81,8 +92,10 @@ def gather(collection_dir: Path, k: int) -> list[Signal]:
             if doc is None:
                 continue
             evidence = col.retrieve(q.question, mode="auto", k=k, doc=doc)
-            read = [p for item in evidence.items for p in passages(item)]
-            found.append(Signal(q.doc_ref, q.answerable, anchor_share(core_question(q.question), read)))
+            read = [p for item in evidence.items for p in passages(item)][: answerer.max_candidates]
+            core = core_question(q.question)
+            best = float(answerer.score(core, read).max()) if read else 0.0
+            found.append(Signal(q.doc_ref, q.answerable, anchor_share(core, read), best))
     return found
 
 
@@ -99,15 +112,15 @@ def main() -> None:
         sys.exit(0)
     fold_of = assign_folds([s.doc for s in signals], args.folds)
     held: list[Signal] = []
-    chosen: list[float] = []
-    abstained_on: dict[int, float] = {}
+    chosen: list[Floors] = []
+    abstained_on: dict[int, Floors] = {}
     for fold in sorted(set(fold_of.values())):
         floor = choose([s for s in signals if fold_of[s.doc] != fold])
         mine = [s for s in signals if fold_of[s.doc] == fold]
         chosen.append(floor)
         result = outcome(mine, floor)
         print(
-            f"fold {fold}: floor {floor:.2f} chosen on the other folds; held out: {len(mine)} questions, "
+            f"fold {fold}: floors {floor} chosen on the other folds; held out: {len(mine)} questions, "
             f"precision {100 * result.precision:.1f}, recall {100 * result.recall:.1f}, "
             f"answerable abstained {100 * result.wrongly:.1f}"
         )
@@ -115,7 +128,7 @@ def main() -> None:
             abstained_on[id(s)] = floor
         held.extend(mine)
     # Pooled: each question judged with its own fold's floor.
-    abstained = [s for s in held if s.share < abstained_on[id(s)]]
+    abstained = [s for s in held if abstains(s, abstained_on[id(s)])]
     hits = sum(not s.answerable for s in abstained)
     unanswerable = sum(not s.answerable for s in held)
     answerable = len(held) - unanswerable
@@ -124,7 +137,14 @@ def main() -> None:
         f"{100 * hits / max(len(abstained), 1):.1f}, recall {100 * hits / max(unanswerable, 1):.1f}, "
         f"answerable abstained {100 * (len(abstained) - hits) / max(answerable, 1):.1f}"
     )
-    print(f"floor chosen on all questions (the shipped default): {choose(signals):.2f}; per fold: {chosen}")
+    best = choose(signals)
+    print(f"(anchor share, best score) floors chosen on all questions: {best}; per fold: {chosen}")
+    for score in SCORE_GRID:  # what the score floor alone changes, at the chosen anchor floor
+        result = outcome(signals, (best[0], score))
+        print(
+            f"  all questions, floors ({best[0]}, {score}): precision {100 * result.precision:.1f}, "
+            f"recall {100 * result.recall:.1f}, answerable abstained {100 * result.wrongly:.1f}"
+        )
 
 
 if __name__ == "__main__":

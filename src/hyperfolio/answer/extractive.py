@@ -89,7 +89,7 @@ class ExtractiveAnswerer:
         self,
         embedder: Embedder | None = None,
         max_passages: int = 2,
-        min_score: float = 0.25,
+        min_score: float = 0.15,
         max_candidates: int = 200,
         min_anchor_share: float = 0.0,
     ) -> None:
