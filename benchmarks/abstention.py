@@ -1,15 +1,17 @@
 """Choose the abstention floor (`min_anchor_share`) by cross-validation with whole documents held out.
 
-Every MMLongBench-Doc dev question — the unanswerable ones too — is asked of its own document; the
-share of the question's anchors (names, years, quantities) found in the evidence the answer reads is
-the signal (`hyperfolio.answer.support`). Each fold's floor is the grid value with the best abstention
-F1 on the other folds' documents, among those abstaining on at most 10% of their answerable questions;
-the figures are the held-out folds', pooled.
+Every question of the dev sets given — MMLongBench-Doc's unanswerable ones too — is asked of its own
+document; the share of the question's anchors (names, years, quantities) found in the evidence the
+answer reads, and the best passage's score, are the signals (`hyperfolio.answer.support`). Each fold's
+floors are the grid values with the best abstention F1 on the other folds' documents, among those
+abstaining on at most 10% of the answerable questions of every set; the figures are the held-out
+folds', pooled.
 
-    python benchmarks/abstention.py --collection bench-out/dev-mm
+    python benchmarks/abstention.py --set mmlongbench:bench-out/dev-mm --set financebench:bench-out/dev-fb \
+        --set qasper:bench-out/dev-qasper
 
-Needs ../shared/data (or $HYPERFOLIO_DATA) and a collection of the dev PDFs (`hyperfolio eval
---dataset mmlongbench --collection DIR` builds one); prints what it skips.
+Needs ../shared/data (or $HYPERFOLIO_DATA) and a collection per set (`hyperfolio eval --dataset NAME
+--collection DIR` builds one); prints what it skips.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ MAX_WRONGLY = 0.10  # answerable questions abstained on, at most
 
 @dataclass(frozen=True)
 class Signal:
+    dataset: str
     doc: str
     answerable: bool
     share: float
@@ -74,13 +77,21 @@ def outcome(signals: list[Signal], floors: Floors) -> Outcome:
     )
 
 
+def within_limit(signals: list[Signal], floors: Floors) -> bool:
+    """At most MAX_WRONGLY of the answerable questions abstained on, in every dataset."""
+    return all(
+        outcome([s for s in signals if s.dataset == name], floors).wrongly <= MAX_WRONGLY
+        for name in {s.dataset for s in signals}
+    )
+
+
 def choose(signals: list[Signal]) -> Floors:
-    allowed = [(a, b) for a in GRID for b in SCORE_GRID if outcome(signals, (a, b)).wrongly <= MAX_WRONGLY]
+    allowed = [(a, b) for a in GRID for b in SCORE_GRID if within_limit(signals, (a, b))]
     return max(allowed, key=lambda f: (outcome(signals, f).f1, -f[0], -f[1]))
 
 
-def gather(collection_dir: Path, k: int) -> list[Signal]:
-    data = load_dataset("mmlongbench", tempfile.mkdtemp(prefix="abstention-"), unanswerable=True)
+def gather(dataset: str, collection_dir: Path, k: int) -> list[Signal]:
+    data = load_dataset(dataset, tempfile.mkdtemp(prefix="abstention-"), unanswerable=True)
     settings = Settings.load(collection_dir / "settings.toml")
     found = []
     with Collection(collection_dir, settings=settings) as col:
@@ -95,20 +106,26 @@ def gather(collection_dir: Path, k: int) -> list[Signal]:
             read = [p for item in evidence.items for p in passages(item)][: answerer.max_candidates]
             core = core_question(q.question)
             best = float(answerer.score(core, read).max()) if read else 0.0
-            found.append(Signal(q.doc_ref, q.answerable, anchor_share(core, read), best))
+            found.append(Signal(dataset, f"{dataset}/{q.doc_ref}", q.answerable, anchor_share(core, read), best))
     return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--collection", type=Path, required=True, help="a collection of the MMLongBench-Doc dev PDFs")
+    parser.add_argument(
+        "--set", action="append", required=True, help="DATASET:COLLECTION, e.g. mmlongbench:bench-out/dev-mm"
+    )
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--k", type=int, default=10, help="evidence items the answer reads")
     args = parser.parse_args()
-    try:
-        signals = gather(args.collection, args.k)
-    except DatasetMissing as exc:
-        print(f"skipped: {exc}")
+    signals: list[Signal] = []
+    for spec in args.set:
+        name, _, folder = spec.partition(":")
+        try:
+            signals += gather(name, Path(folder), args.k)
+        except DatasetMissing as exc:
+            print(f"skipped {name}: {exc}")
+    if not signals:
         sys.exit(0)
     fold_of = assign_folds([s.doc for s in signals], args.folds)
     held: list[Signal] = []
@@ -137,6 +154,15 @@ def main() -> None:
         f"{100 * hits / max(len(abstained), 1):.1f}, recall {100 * hits / max(unanswerable, 1):.1f}, "
         f"answerable abstained {100 * (len(abstained) - hits) / max(answerable, 1):.1f}"
     )
+    for name in dict.fromkeys(s.dataset for s in held):
+        mine = [s for s in held if s.dataset == name]
+        gave_up = [s for s in mine if abstains(s, abstained_on[id(s)])]
+        asked = sum(s.answerable for s in mine)
+        print(
+            f"  {name}: {len(mine)} questions; answerable abstained "
+            f"{100 * sum(s.answerable for s in gave_up) / max(asked, 1):.1f}; unanswerable abstained "
+            f"{100 * sum(not s.answerable for s in gave_up) / max(len(mine) - asked, 1):.1f}"
+        )
     best = choose(signals)
     print(f"(anchor share, best score) floors chosen on all questions: {best}; per fold: {chosen}")
     for score in SCORE_GRID:  # what the score floor alone changes, at the chosen anchor floor

@@ -107,3 +107,14 @@ def test_aggregation_helpers() -> None:
     assert m.percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
     assert m.percentile([5.0], 95) == 5.0
     assert m.percentile([], 50) is None
+
+
+def test_number_match_within_one_percent():
+    from hyperfolio.eval.metrics import best_over, number_match
+
+    assert number_match("$1,832 million", "$1832.00") == 1.0
+    assert number_match("65.0%", "65.4%") == 1.0  # within 1% of 65.4
+    assert number_match("64.0%", "65.4%") == 0.0
+    assert number_match("Yes", "Yes") is None  # no number to match
+    assert best_over(number_match, "0.83", ["Yes", "0.83"]) == 1.0
+    assert best_over(number_match, "no number", ["Yes"]) is None

@@ -21,24 +21,49 @@ _LOCATOR = re.compile(
 )
 
 
+_FISCAL = re.compile(r"\bFY\s?'?(\d{4}|\d{2})\b")
+_QUARTER_OF = re.compile(r"\bQ[1-4]\s+(?:of\s+)?(?=\d{4}\b)")
+_POSSESSIVE = re.compile(r"['\u2019]s?$")
+_CURRENCY_CODES = frozenset({"USD", "EUR", "GBP", "JPY", "CNY", "INR", "CHF"})
+
+
+def _asking_part(question: str) -> str:
+    """The sentences that ask (end in "?"), when the question also defines terms or gives instructions
+    ("ROA is defined as ...": names there need not be in the documents)."""
+    asking = [s for s in re.split(r"(?<=[.?!])\s+(?=[A-Z])", question) if s.rstrip().endswith("?")]
+    return " ".join(asking) or question
+
+
+def _fiscal_years(question: str) -> str:
+    """'FY2022' and 'FY22' as the years documents write ('2022'); 'Q2 of FY2022' as '2022'."""
+    text = _FISCAL.sub(lambda m: m.group(1) if len(m.group(1)) == 4 else "20" + m.group(1), question)
+    return _QUARTER_OF.sub("", text)
+
+
 def anchor_phrases(question: str) -> list[tuple[str, set[str]]]:
     """The question's anchors, as written and as the set of their terms. None for a question in capitals (every word
     looks like a name) and no page or figure numbers ("on page 14" locates, it does not name)."""
     letters = [c for c in question if c.isalpha()]
     if letters and sum(c.isupper() for c in letters) > 0.6 * len(letters):
         return []
+    question = _fiscal_years(_asking_part(question))
     found = []
     for phrase in find_phrases(question):
         if phrase.kind not in ANCHOR_KINDS or _LOCATOR.search(question[: phrase.start]):
             continue
-        words = set(terms(phrase.text))
+        if phrase.text in _CURRENCY_CODES:
+            continue  # "in USD" says how to answer, not what about
+        words = set(terms(_POSSESSIVE.sub("", phrase.text)))
         if words:
             found.append((phrase.text, words))
     return found
 
 
 def _present(evidence: Sequence[Passage]) -> set[str]:
-    return set().union(*(set(terms(p.text)) for p in evidence)) if evidence else set()
+    """The terms of the passages and of their documents' titles (a question put to one filing names its
+    company, which its tables never repeat)."""
+    texts = [p.text for p in evidence] + list({p.item.citation.title for p in evidence})
+    return set().union(*(set(terms(t)) for t in texts)) if texts else set()
 
 
 def anchor_share(question: str, evidence: Sequence[Passage]) -> float:

@@ -178,9 +178,32 @@ def inclusion(prediction: str, gold: str) -> float:
     return float(any(contains(response, v) for v in answer_variants(gold)))
 
 
+_ANY_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers(text: str) -> list[float]:
+    found = []
+    for match in _ANY_NUMBER.finditer(text):
+        try:
+            found.append(float(match.group(0).replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def number_match(prediction: str, gold: str, tolerance: float = 0.01) -> float | None:
+    """1 when a number of the prediction is within `tolerance` (relative) of the gold answer's first
+    number; None when the gold states no number (FinanceBench's share of right numbers)."""
+    wanted = _numbers(gold)
+    if not wanted:
+        return None
+    target = wanted[0]
+    return float(any(abs(n - target) <= tolerance * max(abs(target), 1e-9) for n in _numbers(prediction)))
+
+
 def best_over(metric, prediction: str, golds: Sequence[str]) -> float | None:
     """Score against the most favourable gold answer, as multi-reference QA sets do."""
-    scores = [metric(prediction, g) for g in golds if g.strip()]
+    scores = [score for g in golds if g.strip() and (score := metric(prediction, g)) is not None]
     return max(scores) if scores else None
 
 

@@ -33,7 +33,7 @@ def overall_table(result: EvalResult) -> list[str]:
     header = ["strategy"] + [f"R@{k}" for k in result.k_values] + ["doc-R@1", f"ans-R@{top}", "n", "n(ans)"]
     header += ["p50 ms", "p95 ms"]
     if result.answers:
-        header += ["EM", "F1", "incl."]
+        header += ["EM", "F1", "incl.", "num ±1%"]
     rows = []
     for strategy in result.strategies:
         s: Summary = result.overall[strategy]
@@ -41,7 +41,7 @@ def overall_table(result: EvalResult) -> list[str]:
         row += [_pct(s.answer_recall.get(top)), str(s.n), str(s.n_answer_recall)]
         row += [_ms(s.latency_p50_ms), _ms(s.latency_p95_ms)]
         if result.answers:
-            row += [_pct(s.em), _pct(s.f1), _pct(s.inclusion)]
+            row += [_pct(s.em), _pct(s.f1), _pct(s.inclusion), _pct(s.number_match)]
         rows.append(row)
     return _table(header, rows)
 

@@ -65,6 +65,7 @@ class QueryRecord:
     f1: float | None = None
     inclusion: float | None = None
     short: str | None = None  # the short answer scored by EM and F1
+    number_match: float | None = None  # the short answer states the gold's number within 1% (None: no number)
     abstained: bool | None = None  # the answerer said the evidence does not answer the question
     answerable: bool = True
 
@@ -85,6 +86,7 @@ class Summary:
     f1: float | None = None
     inclusion: float | None = None
     n_qa: int = 0
+    number_match: float | None = None  # of the answers whose gold is a number, the share stating it within 1%
     abstain_precision: float | None = None  # of the abstentions, the share on unanswerable questions
     abstain_recall: float | None = None  # of the unanswerable questions, the share abstained on
     wrongly_abstained: float | None = None  # of the answerable questions, the share abstained on
@@ -134,6 +136,7 @@ def summarise(records: Sequence[QueryRecord], k_values: Sequence[int]) -> Summar
         f1=m.mean(r.f1 for r in qa),
         inclusion=m.mean(r.inclusion for r in qa),
         n_qa=len(qa),
+        number_match=m.mean(r.number_match for r in qa),
         **abstention(records),
     )
 
@@ -549,6 +552,7 @@ def score_answer(
         return  # nothing to match: only whether it abstained counts
     record.em = m.best_over(m.exact_match, short, question.answers)
     record.f1 = m.best_over(m.token_f1, short, question.answers)
+    record.number_match = m.best_over(m.number_match, short, question.answers)
     record.inclusion = m.best_over(m.inclusion, said, question.answers)  # on the full response (B.3.2)
 
 
