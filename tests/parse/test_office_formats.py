@@ -202,7 +202,7 @@ def test_xlsx_one_page_per_sheet_with_cells(tmp_path: Path) -> None:
         ["Quarter", "Revenue", "Margin", "Closed"],
         ["Q1", "1200", "25%", "2024-03-31"],
         ["Q2", "1850.5", "30%", "2024-06-30"],
-        ["Total", "=SUM(B2:B3)", "", ""],  # saved by openpyxl, never calculated: no cached value
+        ["Total", "3050.5", "", ""],  # saved by openpyxl without a result: calculated at ingest
     ]
     assert summary.table_header_rows == 1
     assert (
@@ -234,6 +234,34 @@ def test_xlsx_cached_formula_values_win(tmp_path: Path) -> None:
             out.writestr(item, data)
     table = parse_file(calculated).pages[0].chunks[0].table
     assert table is not None and table[3][:2] == ["Total", "3050.5"]
+
+
+def test_xlsx_formulas_without_saved_results_are_calculated(tmp_path: Path) -> None:
+    """A generated workbook never opened in Excel: its arithmetic formulas are calculated (across sheets,
+    through other formulas, with the cell's number format); the others stay formula text, counted."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sales = book.active
+    sales.title = "Sales"
+    sales.append(["Item", "Units", "Price", "Revenue"])
+    sales.append(["Widgets", 10, 2.5, "=B2*C2"])
+    sales.append(["Gadgets", 4, 12, "=B3*C3"])
+    sales.append(["Total", "=SUM(B2:B3)", None, "=SUM(D2:D3)"])
+    sales.append(["Widget share", None, None, "=D2/D4"])
+    sales["D5"].number_format = "0.0%"
+    sales.append(["Lookup", None, None, '=VLOOKUP("Widgets",A2:D3,4,FALSE)'])
+    book.create_sheet("Summary").append(["Doubled total", "=Sales!D4*2", "=1/0"])
+    book.save(tmp_path / "sales.xlsx")
+    doc = parse_file(tmp_path / "sales.xlsx")
+    sales_table, summary_table = (p.chunks[0].table for p in doc.pages)
+    assert sales_table is not None and summary_table is not None
+    assert [row[3] for row in sales_table[1:5]] == ["25", "48", "73", "34.2%"]
+    assert sales_table[4 - 1][1] == "14"
+    assert sales_table[5][3] == '=VLOOKUP("Widgets",A2:D3,4,FALSE)'  # outside the calculated subset
+    assert summary_table[0][1:] == ["146", "=1/0"]
+    assert doc.meta["formulas_calculated"] == 6
+    assert any("2 formulas have no saved result" in w for w in doc.meta["warnings"])
 
 
 def test_large_sheet_is_split_with_its_header(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
 from hyperfolio.model import Page
 from hyperfolio.parse.chunking import MAX_TABLE_CELLS, blocks_to_chunks
+from hyperfolio.parse.formulas import NotCalculable, Workbook
 from hyperfolio.parse.office_common import check_package, meaningful_title, one_line, reading, table_block
 from hyperfolio.parse.text import decode_text
 
@@ -44,6 +45,7 @@ class _Sheet:
 
     name: str
     cells: dict[tuple[int, int], str] = field(default_factory=dict)
+    numbers: dict[tuple[int, int], float] = field(default_factory=dict)  # stored numbers, for formulas
     bold_rows: dict[int, bool] = field(default_factory=dict)  # row -> every filled cell is bold
     hidden: bool = False
     truncated: bool = False
@@ -152,7 +154,7 @@ def _cells(ws: Any) -> Iterator[tuple[int, int, Any]]:
                 return
 
 
-def _read_sheet(ws: Any, formulas: dict[tuple[int, int], str] | None) -> _Sheet:
+def _read_sheet(ws: Any, formulas: dict[tuple[int, int], tuple[str, str]] | None) -> _Sheet:
     """The cells of one worksheet; `formulas` fills cells whose formula has no cached value."""
     sheet = _Sheet(name=str(ws.title), hidden=ws.sheet_state == "hidden")
     for r, c, cell in _cells(ws):
@@ -161,9 +163,11 @@ def _read_sheet(ws: Any, formulas: dict[tuple[int, int], str] | None) -> _Sheet:
             continue
         text = render_value(cell.value, cell.number_format)
         if not text and formulas is not None:
-            text = formulas.get((r, c), "")
+            text = formulas.get((r, c), ("", ""))[0]
         if not text:
             continue
+        if isinstance(cell.value, int | float) and not isinstance(cell.value, bool):
+            sheet.numbers[(r, c)] = float(cell.value)
         sheet.cells[(r, c)] = text
         if len(sheet.bold_rows) < 8 or r in sheet.bold_rows:
             font = getattr(cell, "font", None)
@@ -171,21 +175,21 @@ def _read_sheet(ws: Any, formulas: dict[tuple[int, int], str] | None) -> _Sheet:
     return sheet
 
 
-def _formula_cells(data: bytes) -> dict[str, dict[tuple[int, int], str]]:
-    """Formula text by sheet and cell, for the cells a values pass finds empty."""
+def _formula_cells(data: bytes) -> dict[str, dict[tuple[int, int], tuple[str, str]]]:
+    """Formula text and number format by sheet and cell, for the cells a values pass finds empty."""
     book = _load(data, data_only=False)
     try:
-        found: dict[str, dict[tuple[int, int], str]] = {}
+        found: dict[str, dict[tuple[int, int], tuple[str, str]]] = {}
         for ws in book.worksheets:
-            cells: dict[tuple[int, int], str] = {}
+            cells: dict[tuple[int, int], tuple[str, str]] = {}
             for r, c, cell in _cells(ws):
                 value = cell.value
                 if r > MAX_ROWS or c > MAX_COLUMNS or value is None:
                     continue
                 if isinstance(value, str) and value.startswith("="):
-                    cells[(r, c)] = value
+                    cells[(r, c)] = (value, cell.number_format)
                 elif not isinstance(value, str | int | float | bool | date | time):
-                    cells[(r, c)] = render_value(value)  # an array or data-table formula object
+                    cells[(r, c)] = (render_value(value), "")  # an array or data-table formula object
             found[str(ws.title)] = cells
         return found
     finally:
@@ -293,8 +297,45 @@ def parse_spreadsheet(path: Path, data: bytes, options: ParseOptions) -> tuple[l
             title = meaningful_title(book.properties.title if book.properties else None)
     finally:
         book.close()
+    calculated, left = _calculate(sheets, formulas)
     pages, meta = _pages(sheets, options)
+    if calculated:
+        meta["formulas_calculated"] = calculated
+    if left:
+        note = (
+            f"{left} formula{' has' if left == 1 else 's have'} no saved result and could not be calculated "
+            "(indexed as formula text; open and save the workbook in Excel or LibreOffice to store the results)"
+        )
+        log.warning("%s: %s", path.name, note)
+        meta.setdefault("warnings", []).append(note)
     return pages, title, meta
+
+
+def _calculate(sheets: list[_Sheet], formulas: dict[str, dict[tuple[int, int], tuple[str, str]]]) -> tuple[int, int]:
+    """Each formula cell shown as formula text (no saved result) gets its calculated value where the
+    formula is within what `formulas.py` calculates; (calculated, left as text)."""
+    pending = {
+        sheet.name: {cell: formulas[sheet.name][cell] for cell, text in sheet.cells.items() if text.startswith("=")}
+        for sheet in sheets
+        if sheet.name in formulas
+    }
+    if not any(pending.values()):
+        return 0, 0
+    book = Workbook(
+        numbers={sheet.name: sheet.numbers for sheet in sheets},
+        formulas={name: {cell: text for cell, (text, _) in cells.items()} for name, cells in formulas.items()},
+    )
+    calculated = left = 0
+    for sheet in sheets:
+        for cell, (text, number_format) in pending.get(sheet.name, {}).items():
+            try:
+                value = book.calculate(sheet.name, cell, text)
+            except NotCalculable:
+                left += 1
+                continue
+            sheet.cells[cell] = _render_number(value, number_format or "General")
+            calculated += 1
+    return calculated, left
 
 
 def parse_csv(path: Path, data: bytes, options: ParseOptions) -> tuple[list[Page], str | None, dict[str, Any]]:
