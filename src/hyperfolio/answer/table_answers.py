@@ -68,8 +68,10 @@ def header_paths(table: list[list[str]], header_rows: int) -> list[list[str]]:
 
 
 def table_cell(question: str, item: EvidenceItem) -> Passage | None:
-    """Answer 'the Y of X' from the cell at X's row and Y's column, naming the row key and the whole
-    header path, instead of quoting a row (or the table's total)."""
+    """Answer 'the Y of X' from the cell at X's row and Y's column, naming the row's key and the whole
+    header path, instead of quoting a row (or the table's total). X may be any cell of the row ("Who
+    approved version 2.0?" finds the row by its version, the answer in the "Approved by" column); a cell
+    the question already states is not its answer."""
     chunk = item.chunk
     if chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
         return None
@@ -77,31 +79,32 @@ def table_cell(question: str, item: EvidenceItem) -> Passage | None:
     header_rows = chunk.table_header_rows
     paths = header_paths(chunk.table, header_rows)
     body = [[c.strip() for c in row] for row in chunk.table[header_rows:]]
-    best: tuple[float, int, int] | None = None
+    cell_terms = [[set(terms(cell)) for cell in row] for row in body]
+    best: tuple[float, int, int, int] | None = None
     for r, row in enumerate(body):
-        key_col = next((c for c, cell in enumerate(row) if cell and cell_number(cell) is None), None)
-        if key_col is None:
-            continue
-        key_terms = set(terms(row[key_col]))
-        row_match = len(q_terms & key_terms) / len(key_terms) if key_terms else 0.0
-        if row_match == 0:
-            continue
         for col, cell in enumerate(row):
-            if col == key_col or not cell or col >= len(paths):
+            if not cell or col >= len(paths) or (cell_terms[r][col] and cell_terms[r][col] <= q_terms):
                 continue
             col_terms = set(terms(" ".join(paths[col])))
             col_match = len(q_terms & col_terms) / len(col_terms) if col_terms else 0.0
             if col_match == 0:
                 continue
+            keys = [
+                (len(q_terms & found) / len(found), k)
+                for k, found in enumerate(cell_terms[r])
+                if k != col and found and q_terms & found
+            ]
+            if not keys:
+                continue
+            row_match, key = max(keys, key=lambda mk: (mk[0], -mk[1]))
             score = row_match + col_match
             if best is None or score > best[0]:
-                best = (score, r, col)
+                best = (score, r, col, key)
     if best is None:
         return None
-    _, r, col = best
+    _, r, col, key = best
     row = body[r]
-    key = next(cell for cell in row if cell and cell_number(cell) is None)
-    text = f"{key}, {' > '.join(paths[col])}: {row[col]}"
+    text = f"{row[key]}, {' > '.join(paths[col])}: {row[col]}"
     if chunk.caption:
         text += f" ({chunk.caption})"
     return Passage(text, item, "derived", row[col])
