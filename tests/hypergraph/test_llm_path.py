@@ -435,3 +435,34 @@ def test_answer_and_extraction_prompts_fit_a_small_context(llm_server, client, u
     assert sum(len(p) for p in parts) == len(chunks)
     for part in parts:
         assert estimate_tokens(extractor.messages(units[0], part, room)) + reply_tokens <= 1024
+
+
+def test_auto_ranks_from_offline_keywords_whatever_model_is_configured(llm_server, tmp_path):
+    """`auto` was fitted on features from offline keywords: with a keywords model configured (one that
+    answers with unrelated words), it puts the same evidence first, and never asks the model."""
+
+    def handle(request: dict):
+        if schema_name(request) == "KeywordReply":
+            return Reply.json({"low": ["Borealis", "Rotterdam"], "high": ["home port outlook"]})
+        return Reply.error(400, "only keywords are asked here")
+
+    llm_server.handler = handle
+    (tmp_path / "fleet.md").write_text(DOC)
+    build = BuildOptions(graph_embedder=HashEmbedder.name, anchor_min_pages=2)
+    question = "What is the capacity of the Aurora?"
+    offline = Collection(
+        tmp_path / "col", settings=Settings(embedder=HashEmbedder.name, build=build), embedder=HashEmbedder()
+    )
+    try:
+        assert offline.add(tmp_path / "fleet.md").results[0].status == "added"
+        expected = [item.chunk.chunk_id for item in offline.retrieve(question, mode="auto").items]
+    finally:
+        offline.close()
+    options = ModelOptions(base_url=llm_server.url, model="fake-model", timeout=2.0, max_retries=0)
+    settings = Settings(embedder=HashEmbedder.name, build=build, models=options)
+    with Collection(tmp_path / "col", settings=settings, embedder=HashEmbedder()) as col:
+        ranked = col.retrieve(question, mode="auto")
+        assert [item.chunk.chunk_id for item in ranked.items] == expected
+        assert "keywords" not in col.models.snapshot()  # auto did not ask the model
+        col.retrieve(question, mode="dual")  # the graph strategies do use the model's keywords
+        assert col.models.snapshot()["keywords"].calls == 1

@@ -73,6 +73,15 @@ class RetrievalContext:
             ("keywords", question), lambda: self.decomposer.decompose(question, self.dual.max_keywords)
         )
 
+    def offline_keywords(self, question: str) -> Keywords:
+        """The offline decomposer's keywords whatever model is configured: `auto`'s ranker was fitted on
+        features computed from them, and a model's keywords would move every feature it weighs."""
+        if isinstance(self.decomposer, OfflineDecomposer):
+            return self.keywords(question)
+        return self.memo.value(
+            ("offline-keywords", question), lambda: OfflineDecomposer().decompose(question, self.dual.max_keywords)
+        )
+
 
 @dataclass(frozen=True)
 class Query:

@@ -89,7 +89,7 @@ def source_rankings(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Rank
 def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], dict]:
     docs = list(query.doc_ids) if query.doc_ids else None
     scope = searchable_scope(query, ctx)
-    keywords = ctx.keywords(query.text)
+    keywords = ctx.offline_keywords(query.text)  # as the ranker was fitted, whatever model is configured
     out: dict[str, Ranking] = {}
     with ctx.times.stage("source:bm25"):
         out["bm25"] = bm25_ranking(query, ctx, DEPTH)
