@@ -341,6 +341,11 @@ def test_llm_answerer_cites_and_falls_back(llm_server, client, meter):
     prompt = user_text(llm_server.chat_requests[0])
     assert "[2]>\nFleet Report | page 2 | table" in prompt and "Aurora | 8,500" in prompt
     assert meter.snapshot()["answer"].calls == 1
+    # The offline reading comes first: the expected kind, the likely answer and the chunk it is read from.
+    assert "Expected answer: " in prompt
+    selected = prompt.index("found without a model")
+    assert selected < prompt.index("Source chunks:")
+    assert "likely answer: 8,500" in prompt[selected:] and "[2] Aurora, Capacity (TEU): 8,500" in prompt[selected:]
 
     llm_server.script(Reply.error(500, "boom"))
     failed = answerer.answer(question, evidence)
@@ -466,3 +471,15 @@ def test_auto_ranks_from_offline_keywords_whatever_model_is_configured(llm_serve
         assert "keywords" not in col.models.snapshot()  # auto did not ask the model
         col.retrieve(question, mode="dual")  # the graph strategies do use the model's keywords
         assert col.models.snapshot()["keywords"].calls == 1
+
+
+def test_the_short_answer_is_read_out_of_a_models_reply(llm_server, client):
+    evidence = evidence_package()
+    answerer = LLMAnswerer(client, ExtractiveAnswerer())
+    llm_server.script(
+        Reply.json({"answer": "The Aurora can carry 8,500 TEU, the fleet's report says.", "citations": [2]})
+    )
+    answer = answerer.answer("How many TEU can the Aurora carry?", evidence)
+    assert answer.answerer == "llm" and answer.short == "8,500"
+    llm_server.script(Reply.json({"answer": "Yes, Rotterdam is its home port.", "citations": [1]}))
+    assert answerer.answer("Is Rotterdam the home port of the company?", evidence).short == "Yes"

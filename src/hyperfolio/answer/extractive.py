@@ -231,7 +231,8 @@ class ExtractiveAnswerer:
             answerer=self.name,
             support=[p.text for p in chosen],
             short=computed.answer() if computed else short.text if short else "",
-            meta=({"conflicts": [c.as_dict() for c in conflicts]} if conflicts else {})
+            meta={"support_chunks": [p.item.chunk.chunk_id for p in chosen]}
+            | ({"conflicts": [c.as_dict() for c in conflicts]} if conflicts else {})
             | ({"answer_kind": str(short.kind)} if short is not None else {})
             | ({"computation": computed.shown()} if computed is not None else {}),
         )

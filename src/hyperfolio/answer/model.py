@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,9 @@ from pydantic import BaseModel, Field
 
 from hyperfolio.answer.citations import OFF, CitationCheck, check_citations
 from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
+from hyperfolio.answer.expected import Kind, expected_kind
 from hyperfolio.answer.extractive import INSUFFICIENT, MARKER, Answerer
+from hyperfolio.answer.short import short_of_reply
 from hyperfolio.llm.budget import call_budget, tokens_of
 from hyperfolio.llm.errors import ModelCallError
 from hyperfolio.llm.fence import BLOCK_CHARS, PICTURE_RULE, Fence, with_evidence_rule, without_tags
@@ -59,6 +61,22 @@ ACROSS_RULE = (
     "chunks give it) before its part of the answer, and say plainly where they disagree."
 )
 CONFLICTS_HEADING = "Values the documents state differently (each with its document and page):"
+SELECTED_HEADING = "Passages that most likely hold the answer, found without a model (check them against the chunks):"
+SELECTED_CHARS = 300
+KIND_HINTS = {
+    Kind.YES_NO: "yes or no, then the reason in a few words",
+    Kind.COUNT: "a count (a whole number)",
+    Kind.PERCENT: "a percentage",
+    Kind.MONEY: "an amount of money with its currency and unit",
+    Kind.YEAR: "a year",
+    Kind.DATE: "a date",
+    Kind.NUMBER: "a number with its unit",
+    Kind.NAME: "a name",
+    Kind.IDENTIFIER: "a number, code or address exactly as written",
+    Kind.LIST: "a list of the items, separated by commas",
+    Kind.EXPLANATION: "the reason or explanation, in one or two sentences",
+    Kind.TEXT: "a short phrase from the evidence",
+}
 CONFLICT_RULE = (
     "Where the documents give different values for the same thing (listed under the values they state "
     "differently), do not choose one: state both values, each with the document that reports it."
@@ -161,6 +179,7 @@ class LLMAnswerer:
         across documents, the values they state differently (`conflicts`, found here when not given)."""
         items, per_chunk = self.shown(question, evidence)
         conflicts = self._conflicts(question, evidence, conflicts)
+        selected = self._selected(question, evidence, items)
         sources = []
         for number, item in enumerate(items, 1):
             cite = item.citation
@@ -171,6 +190,8 @@ class LLMAnswerer:
         sections = self._graph_sections(evidence)
         if conflicts:
             sections.insert(0, (CONFLICTS_HEADING, [conflict_line(c) for c in conflicts]))
+        if selected:  # the offline reading first: a small model leans on it, a large one checks it
+            sections.insert(0, (SELECTED_HEADING, selected))
         room = self._room()
         if room is not None:  # graph context only as far as the rest of the room goes
             used = len(question) + sum(len(text) + BLOCK_CHARS for _, text in sources)
@@ -187,14 +208,33 @@ class LLMAnswerer:
                     kept.append((heading, fits))
             sections = kept
         fence = Fence.over([text for _, text in sources] + [line for _, lines in sections for line in lines])
-        parts = [f"Question: {question}", "Source chunks:\n" + "\n".join(fence.quote(t, n) for n, t in sources)]
-        parts.extend(heading + "\n" + fence.quote("\n".join(lines)) for heading, lines in sections)
+        kind = expected_kind(question)
+        parts = [f"Question: {question}", f"Expected answer: {KIND_HINTS.get(kind, str(kind))}."]
+        first = [(h, lines) for h, lines in sections if h == SELECTED_HEADING]
+        parts.extend(heading + "\n" + fence.quote("\n".join(lines)) for heading, lines in first)
+        parts.append("Source chunks:\n" + "\n".join(fence.quote(t, n) for n, t in sources))
+        parts.extend(
+            heading + "\n" + fence.quote("\n".join(lines)) for heading, lines in sections if heading != SELECTED_HEADING
+        )
         if evidence.meta.get("across_documents"):
             parts.append(ACROSS_RULE)
         if any(heading == CONFLICTS_HEADING for heading, _ in sections):
             parts.append(CONFLICT_RULE)
         parts.append("Answer the question from this evidence.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+
+    def _selected(self, question: str, evidence: EvidencePackage, items: Sequence[EvidenceItem]) -> list[str]:
+        """The offline answerer's reading of the shown chunks: its short answer and the passages it read
+        it from, each with the number of its chunk (`[n]`); none when it found nothing."""
+        offline = self.fallback.answer(question, replace(evidence, items=list(items)))
+        if not offline.sufficient or not offline.support:
+            return []
+        numbers = {item.citation.chunk_id: n for n, item in enumerate(items, 1)}
+        lines = [f"likely answer: {offline.short}"] if offline.short else []
+        for text, chunk_id in zip(offline.support, offline.meta.get("support_chunks", []), strict=False):
+            if chunk_id in numbers:
+                lines.append(f"[{numbers[chunk_id]}] {clip(one_line(text), SELECTED_CHARS)}")
+        return lines if len(lines) > (1 if offline.short else 0) else []
 
     @staticmethod
     def _conflicts(
@@ -286,6 +326,7 @@ class LLMAnswerer:
             sufficient=True,
             answerer=self.name,
             support=[bare],
+            short=short_of_reply(question, bare),
             meta={
                 "citations_given": len(cited),
                 "citations_dropped": result.dropped,

@@ -167,3 +167,22 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
         return None
     span, passage, score = found_span
     return ShortAnswer(in_format(asked, span), kind, passage, score)
+
+
+_LEADING_YES_NO = re.compile(r"^\W*(yes|no)\b", re.I)
+SHORT_REPLY_WORDS = 12
+
+
+def short_of_reply(question: str, reply: str) -> str:
+    """The short answer inside a model's reply, read by the same rules as the evidence (HVM-GraphRAG
+    B.3 without a second model call): a yes or no it opens with, the first span of the expected kind
+    the question does not already state, or the whole reply when it is already short."""
+    kind = expected_kind(question)
+    core = core_question(question)
+    if kind == Kind.YES_NO and (opening := _LEADING_YES_NO.match(reply)):
+        return opening.group(1).capitalize()
+    for span in typed_spans(reply, kind, core):
+        if not stated_in(core, span):
+            return in_format(question, span)
+    words = reply.split()
+    return reply.strip().rstrip(".") if 0 < len(words) <= SHORT_REPLY_WORDS else ""
