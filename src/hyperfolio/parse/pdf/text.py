@@ -41,15 +41,25 @@ def _line_text(line: dict[str, Any]) -> str:
     return out
 
 
+_LAST_WORD = re.compile(r"\S*$")
+
+
 def _join_lines(lines: list[str]) -> str:
-    """Lines of one paragraph into one string, undoing end-of-line hyphenation."""
+    """Lines of one paragraph into one string, undoing end-of-line hyphenation - except inside a word
+    already hyphenated before the break ("four-in-|ten", "state-of-|the-art"): that hyphen is the word's."""
     out = ""
     for line in lines:
         line = line.strip()
         if not line:
             continue
-        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and line[:1].islower():
+        last = _LAST_WORD.search(out[:-1]) if out.endswith("-") else None
+        compound = last is not None and "-" in last.group(0)
+        if out.endswith("-") and compound and line[:1].islower():
+            out += line
+        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and line[:1].islower():
             out = out[:-1] + line
+        elif out.endswith("-") and len(out) > 1 and out[-2].isalnum() and line[:1].isalnum():
+            out += line  # "Franco-|German", "10-|12": the hyphen is written, not a break
         elif out:
             out += " " + line
         else:

@@ -1,0 +1,20 @@
+"""Joining a PDF paragraph's lines: line-break hyphens undone, a compound's own hyphens kept."""
+
+from __future__ import annotations
+
+from hyperfolio.parse.pdf.text import _join_lines
+
+
+def test_line_break_hyphen_is_undone_inside_a_word():
+    assert _join_lines(["the inter-", "national market"]) == "the international market"
+
+
+def test_a_hyphenated_compound_keeps_its_hyphen_across_the_break():
+    assert _join_lines(["about four-in-", "ten adults"]) == "about four-in-ten adults"
+    assert _join_lines(["a state-of-", "the-art model"]) == "a state-of-the-art model"
+
+
+def test_a_hyphen_before_a_capital_or_digit_stays_and_joins():
+    assert _join_lines(["the Franco-", "German border"]) == "the Franco-German border"
+    assert _join_lines(["pages 10-", "12"]) == "pages 10-12"
+    assert _join_lines(["a list -", "then more"]) == "a list - then more"
