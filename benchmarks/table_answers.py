@@ -4,8 +4,10 @@
 
 For every answerable dev question whose evidence includes a table, the same evidence (top 10 of
 the chosen mode) is answered by the extractive answerer twice: as it is, and with the cell lookup
-(row key x header path, `answer.table_cell`) switched off — the answerer before it existed. Prints
-exact match, token F1 and inclusion for both. Skips with a message when the data is absent.
+(row key x header path, `answer.table_answers.table_cell`) switched off. The answer scored is the
+short answer where the answerer gives one (as `hyperfolio eval --answers` scores it), else its
+passages. Prints exact match, token F1 and inclusion for both. Skips with a message when the data is
+absent.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from pathlib import Path
 from unittest import mock
 
-from hyperfolio import answer as answer_module
+from hyperfolio.answer import extractive
 from hyperfolio.collection import Collection
 from hyperfolio.eval import metrics as m
 from hyperfolio.eval.datasets import DatasetMissing, load_mmlongbench
@@ -43,10 +45,10 @@ def main() -> int:
                 if label == "with cells":
                     reply = col.answerer.answer(q.question, evidence)
                 else:
-                    with mock.patch.object(answer_module, "table_cell", lambda question, item: None):
+                    with mock.patch.object(extractive, "table_cell", lambda question, item: None):
                         reply = col.answerer.answer(q.question, evidence)
                 said = " ".join(reply.support) if reply.sufficient else ""
-                short = extract_answer(None, q.question, said)
+                short = reply.short if reply.sufficient and reply.short else extract_answer(None, q.question, said)
                 scores[label].append(
                     (
                         m.best_over(m.exact_match, short, q.answers),

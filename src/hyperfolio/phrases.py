@@ -205,6 +205,23 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+_ABBREVIATION_END = re.compile(
+    r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|No|Nos|Fig|Figs|Vol|pp|vs|Inc|Ltd|Co|Corp|e\.g|i\.e|etc|approx)|"
+    r"(?<!\w)[A-Z])\.$"
+)
+
+
 def sentences(text: str) -> list[str]:
-    """The sentences of a chunk's text, whitespace folded; empty pieces dropped."""
-    return [folded for piece in _SENTENCE_END.split(text) if (folded := one_line(piece))]
+    """The sentences of a chunk's text, whitespace folded; empty pieces dropped. A full stop after a
+    title, a common abbreviation or an initial ("Mr. S.V. Shanbhag", "Fig. 3", "Acme Inc. reported")
+    does not end a sentence."""
+    found: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        folded = one_line(piece)
+        if not folded:
+            continue
+        if found and _ABBREVIATION_END.search(found[-1]):
+            found[-1] = f"{found[-1]} {folded}"
+        else:
+            found.append(folded)
+    return found

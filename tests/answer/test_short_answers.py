@@ -188,3 +188,17 @@ def test_anchor_share_ignores_page_numbers_and_questions_in_capitals():
         "2019",
     ]
     assert anchor_phrases("WHAT IS THE USCA CASE NUMBER?") == []
+
+
+def test_indian_digit_grouping_and_titled_names():
+    found = {s.text: s.value for s in number_spans("Dividend of Rs. 3,02,16,492.00 against 1,20,000 and 1,234,567")}
+    assert found == {"3,02,16,492.00": 30216492.0, "1,20,000": 120000.0, "1,234,567": 1234567.0}
+    evidence = text_item("Board meetings attended: Mr. S.V. Shanbhag attended seven of the eight meetings.")
+    assert ask("Which director attended seven board meetings?", evidence).short == "Mr. S.V. Shanbhag"
+
+
+def test_a_merged_cell_answers_a_numeric_question_with_its_first_number():
+    from hyperfolio.answer.short import cell_value
+
+    assert cell_value("What was the dividend in 2000?", Kind.MONEY, "3,02,16,492.00 6,04,32,984.00") == "3,02,16,492.00"
+    assert cell_value("Who approved it?", Kind.NAME, "Tom Hale") == "Tom Hale"

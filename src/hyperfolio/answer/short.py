@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hyperfolio.answer.expected import Kind, core_question, expected_kind
+from hyperfolio.answer.expected import NUMERIC, Kind, core_question, expected_kind
 from hyperfolio.answer.passages import Passage, terms
 from hyperfolio.answer.spans import Span, in_format, name_spans, typed_spans
 
@@ -128,11 +128,25 @@ def phrase_after(question: str, passage: Passage) -> str:
         before = set(terms(passage.text[: cue.start()]))
         if not before & q_terms:
             continue
-        clause = re.split(r"[.;!?]|,\s(?:which|while|and|but)\b", passage.text[cue.end() :])[0].strip(" ,")
+        tail = passage.text[cue.end() :]
+        clause = re.split(r"[.;!?](?!\w)|,\s(?:which|while|and|but)\b", tail)[0].strip(" ,")
+        opening = next((n for n in name_spans(tail) if n.start == 0), None)
+        if opening is not None and len(opening.text) > len(clause):
+            clause = opening.text  # "Mr. S.V. Shanbhag" is not cut at its first full stop
         words = clause.split()
         if words and len(words) <= 12:
             return clause
     return ""
+
+
+def cell_value(question: str, kind: Kind, value: str) -> str:
+    """A cell as the answer: a numeric question takes the cell's first number of its kind (a cell
+    merged from two columns reads "1,020 2,310"), anything else the whole cell."""
+    if kind in NUMERIC:
+        spans = typed_spans(value, kind, question)
+        if spans:
+            return in_format(question, spans[0])
+    return value
 
 
 def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarray) -> ShortAnswer | None:
@@ -145,7 +159,7 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     asked, question = question, core_question(question)  # how to write the answer is not what it is about
     passage, score = ranked[0]
     if passage.value:  # a cell or row label read off a table answers first
-        return ShortAnswer(passage.value, kind, passage, score)
+        return ShortAnswer(cell_value(asked, kind, passage.value), kind, passage, score)
     if kind == Kind.EXPLANATION:
         found, found_score = explanation(ranked, candidates)
         return ShortAnswer(found.text, kind, found, found_score)

@@ -24,7 +24,7 @@ _DATE = re.compile(
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 _NUMBER = re.compile(
     r"(?<![\w.,/-])(?P<sign>[-−–]\s?)?(?P<cur>[$€£¥]|US\$|USD\s|EUR\s|GBP\s)?\s?"
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?P<num>\d{1,3}(?:,\d{2})+,\d{3}(?:\.\d+)?|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:\s?(?P<unit>%|percent\b|per cent\b|percentage points?\b|pp\b|thousand\b|million\b|mn\b|billion\b|bn\b|"
     r"trillion\b|[kmb]\b))?(?![\w/])",
     re.I,
@@ -85,13 +85,22 @@ def date_spans(text: str) -> list[Span]:
     return [Span(m.group(0), m.start(), m.end(), Kind.DATE) for m in _DATE.finditer(text)]
 
 
+_TITLED = re.compile(
+    r"\b(?:Mr|Mrs|Ms|Dr|Prof|Sir|Smt|Shri)\.?\s*(?:[A-Z]\.\s*){0,3}[A-Z][\w'\u2019-]+(?:\s+[A-Z][\w'\u2019-]+){0,2}"
+)
+
+
 def name_spans(text: str) -> list[Span]:
-    """Names and acronyms (capitalised phrases), as the graph's offline extractor finds them."""
-    return [
+    """Names and acronyms (capitalised phrases), as the graph's offline extractor finds them; a person
+    named with a title and initials ("Mr. S.V. Shanbhag") as one name."""
+    titled = [Span(m.group(0), m.start(), m.end(), Kind.NAME) for m in _TITLED.finditer(text)]
+    others = [
         Span(p.text, p.start, p.start + len(p.text), Kind.NAME)
         for p in find_phrases(text)
         if p.kind in {"name", "acronym"}
     ]
+    inside = [s for s in others if not any(t.start <= s.start < t.end for t in titled)]
+    return sorted(titled + inside, key=lambda s: s.start)
 
 
 _ASKED_FORMAT = re.compile(r"\b(YYYY-MM-DD|YYYY-MM|MM/DD/YYYY|DD/MM/YYYY)\b", re.I)
