@@ -202,3 +202,23 @@ def test_a_merged_cell_answers_a_numeric_question_with_its_first_number():
 
     assert cell_value("What was the dividend in 2000?", Kind.MONEY, "3,02,16,492.00 6,04,32,984.00") == "3,02,16,492.00"
     assert cell_value("Who approved it?", Kind.NAME, "Tom Hale") == "Tom Hale"
+
+
+def test_where_takes_the_place_and_titled_names_do_not_run_together():
+    evidence = text_item("Gestalt psychology was conceived in the Berlin School of Experimental Psychology.")
+    assert (
+        ask("Where was Gestalt psychology conceived?", evidence).short == "the Berlin School of Experimental Psychology"
+    )
+    from hyperfolio.answer.spans import name_spans
+
+    assert [s.text for s in name_spans("Present: Mr. R.A. Shah Mr. S.V. Shanbhag")] == [
+        "Mr. R.A. Shah",
+        "Mr. S.V. Shanbhag",
+    ]
+
+
+def test_a_count_question_is_not_answered_with_a_label_cell():
+    table = Chunk(page=1, order=0, modality="table", text="...", table=[["Area", "Code"], ["Research", "RIs."]])
+    table.table_header_rows = 1
+    answer = ask("How many areas does the Research code have?", item(table, 1))
+    assert answer.short != "RIs."

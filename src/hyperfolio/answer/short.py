@@ -32,6 +32,8 @@ _NEGATION = re.compile(r"\b(not|no|never|none|neither|nor|without|cannot|n't)\b|
 _LIST_SPLIT = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\n|•)\s*")
 _COPULA = re.compile(r"\b(?:is|are|was|were|include[sd]?|including|called|named|:)\s+", re.I)
 _WORD = re.compile(r"\S+")
+_WHERE = re.compile(r"^\s*where\b", re.I)
+_PLACE = re.compile(r"^(?:\w+\s+){0,3}?(?:in|at|near|from|on)\s+", re.I)
 _WHICH_NOUN = re.compile(
     r"\b(which|what)\s+(?!(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|about)\b)\w+", re.I
 )
@@ -133,6 +135,8 @@ def phrase_after(question: str, passage: Passage) -> str:
         opening = next((n for n in name_spans(tail) if n.start == 0), None)
         if opening is not None and len(opening.text) > len(clause):
             clause = opening.text  # "Mr. S.V. Shanbhag" is not cut at its first full stop
+        if _WHERE.match(question) and (place := _PLACE.search(clause)):
+            clause = clause[place.end() :]  # "conceived in the Berlin School" -> "the Berlin School"
         words = clause.split()
         if words and len(words) <= 12:
             return clause
@@ -141,11 +145,11 @@ def phrase_after(question: str, passage: Passage) -> str:
 
 def cell_value(question: str, kind: Kind, value: str) -> str:
     """A cell as the answer: a numeric question takes the cell's first number of its kind (a cell
-    merged from two columns reads "1,020 2,310"), anything else the whole cell."""
+    merged from two columns reads "1,020 2,310"), or nothing when it holds none; anything else the
+    whole cell."""
     if kind in NUMERIC:
         spans = typed_spans(value, kind, question)
-        if spans:
-            return in_format(question, spans[0])
+        return in_format(question, spans[0]) if spans else ""  # a label is no answer to "how many"
     return value
 
 
@@ -158,8 +162,8 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     kind = expected_kind(question)
     asked, question = question, core_question(question)  # how to write the answer is not what it is about
     passage, score = ranked[0]
-    if passage.value:  # a cell or row label read off a table answers first
-        return ShortAnswer(cell_value(asked, kind, passage.value), kind, passage, score)
+    if passage.value and (value := cell_value(asked, kind, passage.value)):  # a cell read off a table first
+        return ShortAnswer(value, kind, passage, score)
     if kind == Kind.EXPLANATION:
         found, found_score = explanation(ranked, candidates)
         return ShortAnswer(found.text, kind, found, found_score)

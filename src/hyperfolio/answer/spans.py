@@ -85,8 +85,9 @@ def date_spans(text: str) -> list[Span]:
     return [Span(m.group(0), m.start(), m.end(), Kind.DATE) for m in _DATE.finditer(text)]
 
 
+_TITLES = r"(?:Mr|Mrs|Ms|Dr|Prof|Sir|Smt|Shri)"
 _TITLED = re.compile(
-    r"\b(?:Mr|Mrs|Ms|Dr|Prof|Sir|Smt|Shri)\.?\s*(?:[A-Z]\.\s*){0,3}[A-Z][\w'\u2019-]+(?:\s+[A-Z][\w'\u2019-]+){0,2}"
+    rf"\b{_TITLES}\.?\s*(?:[A-Z]\.\s*){{0,3}}[A-Z][\w'\u2019-]+(?:\s+(?!{_TITLES}\b)[A-Z][\w'\u2019-]+){{0,2}}"
 )
 
 
