@@ -203,7 +203,9 @@ class ExtractiveAnswerer:
         computed = None if across else compute(core, evidence.items, candidates)
         short = None if across or computed else short_answer(question, candidates, scores)
         first = [o.passage for o in computed.operands] if computed else [short.passage] if short else []
-        if first:  # what the short answer is read from is quoted first
+        if computed is not None:  # the cited operands are the quote
+            chosen = first
+        elif first:  # what the short answer is read from is quoted first
             chosen = list({id(p): p for p in [*first, *chosen]}.values())  # none of the best dropped
         citations: list[Citation] = []
         for passage in chosen:
