@@ -222,3 +222,10 @@ def test_a_count_question_is_not_answered_with_a_label_cell():
     table.table_header_rows = 1
     answer = ask("How many areas does the Research code have?", item(table, 1))
     assert answer.short != "RIs."
+
+
+def test_the_heading_a_chunk_opens_with_does_not_run_into_its_first_sentence():
+    chunk = Chunk(page=1, order=0, modality="text", text="Harbours\nKestrel Harbour handled the most containers.")
+    chunk.section_path = ["Ports", "Harbours"]
+    answer = ask("Which harbour handled the most containers?", item(chunk, 1))
+    assert answer.short == "Kestrel Harbour"

@@ -43,6 +43,17 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def without_heading(text: str, section_path: list[str]) -> str:
+    """A chunk's text without the heading line it opens with (its citation names the section), so the
+    heading does not run into the first sentence ("Harbours Kestrel Harbour handled ...")."""
+    if section_path:
+        heading = section_path[-1].strip()
+        first, newline, rest = text.lstrip().partition("\n")
+        if newline and heading and first.strip().lstrip("#").strip() == heading:
+            return rest
+    return text
+
+
 def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
     """Split one evidence chunk into answer-sized candidates by modality."""
     chunk = item.chunk
@@ -68,7 +79,7 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
         if chunk.meta.get("description"):  # what a vision model saw in it, kept at indexing
             text = f"{chunk.caption or ''} {chunk.meta['description']}".strip()
         return [Passage(text[:max_chars], item, "caption")]
-    for sentence in sentences(chunk.text):
+    for sentence in sentences(without_heading(chunk.text, chunk.section_path)):
         if len(sentence) < 3:
             continue
         while len(sentence) > max_chars:
