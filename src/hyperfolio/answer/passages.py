@@ -29,6 +29,7 @@ class Passage:
     item: EvidenceItem
     kind: str  # "sentence", "row", "caption", "derived"
     value: str = ""  # what a passage read off a table answers: the cell, or the row named by a superlative
+    lead: int = 0  # characters at its start that are the section heading: matched, never an answer
 
 
 def terms(text: str) -> list[str]:
@@ -43,15 +44,15 @@ def terms(text: str) -> list[str]:
     return out
 
 
-def without_heading(text: str, section_path: list[str]) -> str:
-    """A chunk's text without the heading line it opens with (its citation names the section), so the
-    heading does not run into the first sentence ("Harbours Kestrel Harbour handled ...")."""
+def heading_length(text: str, section_path: list[str]) -> int:
+    """How many characters of a chunk's first sentence are the heading line it opens with (its citation
+    names the section): its words help match the question, but no answer is read from them."""
     if section_path:
         heading = section_path[-1].strip()
-        first, newline, rest = text.lstrip().partition("\n")
+        first, newline, _ = text.lstrip().partition("\n")
         if newline and heading and first.strip().lstrip("#").strip() == heading:
-            return rest
-    return text
+            return len(heading) + 1
+    return 0
 
 
 def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
@@ -79,16 +80,18 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
         if chunk.meta.get("description"):  # what a vision model saw in it, kept at indexing
             text = f"{chunk.caption or ''} {chunk.meta['description']}".strip()
         return [Passage(text[:max_chars], item, "caption")]
-    for sentence in sentences(without_heading(chunk.text, chunk.section_path)):
+    lead = heading_length(chunk.text, chunk.section_path)
+    for sentence in sentences(chunk.text):
         if len(sentence) < 3:
             continue
         while len(sentence) > max_chars:
             cut = sentence.rfind(" ", 0, max_chars)
             cut = cut if cut > 0 else max_chars
-            found.append(Passage(sentence[:cut], item, "sentence"))
-            sentence = sentence[cut:].strip()
+            found.append(Passage(sentence[:cut], item, "sentence", lead=lead))
+            sentence, lead = sentence[cut:].strip(), 0
         if sentence:
-            found.append(Passage(sentence, item, "sentence"))
+            found.append(Passage(sentence, item, "sentence", lead=lead))
+        lead = 0  # only the first sentence opens with the heading
     return found
 
 

@@ -78,10 +78,13 @@ def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]
     q_terms = set(terms(question))
     best: tuple[Span, Passage, float] | None = None
     for passage, score in ranked:
-        for span in typed_spans(passage.text, kind, question):
+        # A name would run on from the heading into the sentence ("Harbours Kestrel Harbour"): names are
+        # read after it; the spans are offsets into `body`.
+        body = passage.text[passage.lead :] if kind == Kind.NAME else passage.text
+        for span in typed_spans(body, kind, question):
             if stated_in(question, span):
                 continue
-            total = score * (0.6 + 0.4 * proximity(span, passage.text, q_terms))
+            total = score * (0.6 + 0.4 * proximity(span, body, q_terms))
             if best is None or total > best[2]:
                 best = (span, passage, total)
     return best
