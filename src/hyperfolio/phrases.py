@@ -119,18 +119,18 @@ def find_phrases(text: str, known_names: set[str] | frozenset[str] = frozenset()
     return sorted(found.values(), key=lambda p: p.start)
 
 
-_FIRST_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_NUMBER_TEXT = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def numbers(text: str) -> list[float]:
+    """Every number in a text, in order, thousands separators dropped ("412,000 TEU" -> [412000.0])."""
+    return [float(m.group(0).replace(",", "")) for m in _NUMBER_TEXT.finditer(text)]
 
 
 def first_number(text: str) -> float | None:
     """The first number in a text ("412,000 TEU" -> 412000.0), thousands separators dropped."""
-    match = _FIRST_NUMBER.search(text)
-    if not match:
-        return None
-    try:
-        return float(match.group(0).replace(",", ""))
-    except ValueError:
-        return None
+    match = _NUMBER_TEXT.search(text)
+    return float(match.group(0).replace(",", "")) if match else None
 
 
 # Names that say little about which passage answers, whatever the document: legal-form suffixes,

@@ -53,14 +53,19 @@ def _folded(text: str) -> str:
     return " ".join(re.sub(r"[^\w.%$]+", " ", text.lower().replace(",", "")).split())
 
 
-def proximity(span: Span, text: str, question_terms: set[str]) -> float:
+def word_marks(text: str, question_terms: set[str]) -> list[tuple[int, bool]]:
+    """(start offset, shares a term with the question) of each word of a passage: read once a passage,
+    whatever number of spans it holds."""
+    return [(m.start(), bool(set(terms(m.group(0))) & question_terms)) for m in _WORD.finditer(text)]
+
+
+def proximity(span: Span, marks: list[tuple[int, bool]]) -> float:
     """1 when a word of the question stands right beside the span, falling with distance in words;
-    0 when the passage holds none of the question's words."""
-    starts = [(m.start(), m.group(0)) for m in _WORD.finditer(text)]
-    inside = {i for i, (at, _) in enumerate(starts) if span.start <= at < span.end}
-    first = min(inside) if inside else sum(at < span.start for at, _ in starts)
+    0 when the passage holds none of the question's words (`marks`: `word_marks` of the passage)."""
+    inside = {i for i, (at, _) in enumerate(marks) if span.start <= at < span.end}
+    first = min(inside) if inside else sum(at < span.start for at, _ in marks)
     last = max(inside) if inside else first
-    near = [i for i, (_, w) in enumerate(starts) if i not in inside and set(terms(w)) & question_terms]
+    near = [i for i, (_, shared) in enumerate(marks) if i not in inside and shared]
     if not near:
         return 0.0
     # A value follows its label ("Fax: 514 ..."): a span after the question's word counts as a word nearer.
@@ -81,10 +86,12 @@ def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]
         # A name would run on from the heading into the sentence ("Harbours Kestrel Harbour"): names are
         # read after it; the spans are offsets into `body`.
         body = passage.text[passage.lead :] if kind == Kind.NAME else passage.text
+        marks: list[tuple[int, bool]] | None = None
         for span in typed_spans(body, kind, question):
             if stated_in(question, span):
                 continue
-            total = score * (0.6 + 0.4 * proximity(span, body, q_terms))
+            marks = marks if marks is not None else word_marks(body, q_terms)
+            total = score * (0.6 + 0.4 * proximity(span, marks))
             if best is None or total > best[2]:
                 best = (span, passage, total)
     return best

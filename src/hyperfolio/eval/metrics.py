@@ -15,6 +15,8 @@ import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from hyperfolio.phrases import numbers
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—", "…", "•"}
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -178,27 +180,14 @@ def inclusion(prediction: str, gold: str) -> float:
     return float(any(contains(response, v) for v in answer_variants(gold)))
 
 
-_ANY_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-
-
-def _numbers(text: str) -> list[float]:
-    found = []
-    for match in _ANY_NUMBER.finditer(text):
-        try:
-            found.append(float(match.group(0).replace(",", "")))
-        except ValueError:
-            continue
-    return found
-
-
 def number_match(prediction: str, gold: str, tolerance: float = 0.01) -> float | None:
     """1 when a number of the prediction is within `tolerance` (relative) of the gold answer's first
     number; None when the gold states no number (FinanceBench's share of right numbers)."""
-    wanted = _numbers(gold)
+    wanted = numbers(gold)
     if not wanted:
         return None
     target = wanted[0]
-    return float(any(abs(n - target) <= tolerance * max(abs(target), 1e-9) for n in _numbers(prediction)))
+    return float(any(abs(n - target) <= tolerance * max(abs(target), 1e-9) for n in numbers(prediction)))
 
 
 def best_over(metric, prediction: str, golds: Sequence[str]) -> float | None:
