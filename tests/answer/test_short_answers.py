@@ -8,7 +8,7 @@ from hyperfolio.answer.arithmetic import compute, operand_keys, operation_of
 from hyperfolio.answer.expected import Kind, expected_kind
 from hyperfolio.answer.extractive import ExtractiveAnswerer
 from hyperfolio.answer.passages import passages
-from hyperfolio.answer.spans import number_spans
+from hyperfolio.answer.spans import name_spans, number_spans
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
 
 REGIONS = [
@@ -229,3 +229,23 @@ def test_the_heading_a_chunk_opens_with_does_not_run_into_its_first_sentence():
     chunk.section_path = ["Ports", "Harbours"]
     answer = ask("Which harbour handled the most containers?", item(chunk, 1))
     assert answer.short == "Kestrel Harbour"
+
+
+def test_a_name_beside_its_role_in_capitals_is_read_apart_from_it():
+    cover = text_item("Strategic Plan 2016-2018 Rick Scott GOVERNOR Celeste Philip, MD, MPH State Surgeon General")
+    assert ask("What is the name of the governor on the first page?", cover).short == "Rick Scott"
+    names = [s.text for s in name_spans("The SUPERIOR COURT of Quebec and NASA Goddard")]
+    assert names == ["SUPERIOR COURT", "Quebec", "NASA Goddard"]
+
+
+def test_an_address_that_spells_the_asked_name_is_the_answer():
+    evidence = text_item("Mtre Marianne Ignacz Mtre Laurent Nahmiash mignacz@inf.ca lnahmiash@inf.ca Montreal")
+    assert ask("What is the email of Mtre Laurent Nahmiash?", evidence).short == "lnahmiash@inf.ca"
+
+
+def test_a_long_name_the_documents_shorten_still_anchors_the_answer():
+    evidence = text_item("INF LLP, 255 Saint-Jacques Street, Tel: 514-312-0293 Fax: 514-312-0292")
+    package = EvidencePackage("q", "test", [evidence])
+    question = "What is the fax number of the law firm INF SERCRL LLP?"
+    answer = ExtractiveAnswerer(None, min_anchor_share=0.6).answer(question, package)
+    assert answer.sufficient and answer.short == "514-312-0292"

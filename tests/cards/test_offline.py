@@ -9,8 +9,8 @@ import pytest
 from hyperfolio.cards import DocumentCard
 from hyperfolio.cards.offline import card_for, card_for_file
 from hyperfolio.cards.periods import Date, calendar_quarter, find_dates, fiscal_year_of_end
-from hyperfolio.cards.title import is_furniture, is_noise
 from hyperfolio.parse import parse_file
+from hyperfolio.parse.furniture import is_furniture, is_noise
 
 from .conftest import write_pdf
 

@@ -69,13 +69,24 @@ def proximity(span: Span, marks: list[tuple[int, bool]]) -> float:
     if not near:
         return 0.0
     # A value follows its label ("Fax: 514 ..."): a span after the question's word counts as a word nearer.
-    distance = min(first - i - 1 if i < first else i - last for i in near)
+    # A name stands either side of its role ("Governor Rick Scott", "Rick Scott, Governor"): no side wins.
+    after = 0 if span.kind == Kind.NAME else 1
+    distance = min(first - i - after if i < first else i - last for i in near)
     return 1.0 / (1.0 + 2.0 * distance / NEAR_WORDS)
 
 
 def stated_in(question: str, span: Span) -> bool:
     """Whether the question already says this span ("in 2019", "Apple's revenue"): not its answer."""
     return f" {_folded(span.text)} " in f" {_folded(question)} "
+
+
+def names_asked(span: Span, question_terms: set[str]) -> bool:
+    """Whether an e-mail or web address spells a name the question asks about ("lnahmiash@..." for
+    "the e-mail of Laurent Nahmiash"): closer to the question than any span beside its words."""
+    if span.kind != Kind.IDENTIFIER or "@" not in span.text and "." not in span.text:
+        return False
+    spelled = span.text.lower()
+    return any(len(term) >= 4 and term in spelled for term in question_terms)
 
 
 def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]) -> tuple[Span, Passage, float] | None:
@@ -91,7 +102,8 @@ def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]
             if stated_in(question, span):
                 continue
             marks = marks if marks is not None else word_marks(body, q_terms)
-            total = score * (0.6 + 0.4 * proximity(span, marks))
+            near = 1.5 if names_asked(span, q_terms) else proximity(span, marks)  # above any proximity
+            total = score * (0.6 + 0.4 * near)
             if best is None or total > best[2]:
                 best = (span, passage, total)
     return best

@@ -91,14 +91,44 @@ _TITLED = re.compile(
 )
 
 
+_SHOUTED = re.compile(r"[A-Z]{5,}")  # a capitalised word, not an acronym: "GOVERNOR", "SECRETARY"
+
+
+def _case_parts(span: Span) -> list[Span]:
+    """A run of capitalised words split where the lettering changes between capitals and title case: a
+    cover's "Rick Scott GOVERNOR Celeste Philip" names two people and a role, not one name."""
+    words = list(re.finditer(r"\S+", span.text))
+    shouted = [bool(_SHOUTED.fullmatch(w.group(0).strip(",.;:"))) for w in words]
+    if all(shouted) or not any(shouted):
+        return [span]
+    parts: list[Span] = []
+    begin = 0
+    for i in range(1, len(words) + 1):
+        if i == len(words) or shouted[i] != shouted[i - 1]:
+            run = words[begin:i]
+            while run and run[0].group(0)[0].islower():  # "of" left at a part's edge joins nothing
+                run.pop(0)
+            while run and run[-1].group(0)[0].islower():
+                run.pop()
+            begin = i
+            if not run:
+                continue
+            start, end = run[0].start(), run[-1].end()
+            text = span.text[start:end].strip(",.;: ")
+            if text:
+                parts.append(Span(text, span.start + start, span.start + start + len(text), Kind.NAME))
+    return parts
+
+
 def name_spans(text: str) -> list[Span]:
     """Names and acronyms (capitalised phrases), as the graph's offline extractor finds them; a person
     named with a title and initials ("Mr. S.V. Shanbhag") as one name."""
     titled = [Span(m.group(0), m.start(), m.end(), Kind.NAME) for m in _TITLED.finditer(text)]
     others = [
-        Span(p.text, p.start, p.start + len(p.text), Kind.NAME)
+        part
         for p in find_phrases(text)
         if p.kind in {"name", "acronym"}
+        for part in _case_parts(Span(p.text, p.start, p.start + len(p.text), Kind.NAME))
     ]
     inside = [s for s in others if not any(t.start <= s.start < t.end for t in titled)]
     return sorted(titled + inside, key=lambda s: s.start)

@@ -19,9 +19,11 @@ from hyperfolio.cards.periods import (
     year_ended,
 )
 from hyperfolio.cards.sec import SecFacts, sec_facts
-from hyperfolio.cards.title import cover_title, is_furniture, is_noise, printed_page_title
+from hyperfolio.cards.title import choose_title, printed_page_title
 from hyperfolio.cards.toc import document_toc
 from hyperfolio.model import Document
+from hyperfolio.parse.furniture import is_furniture, is_noise
+from hyperfolio.parse.titles import file_title
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "q1": 1, "q2": 2, "q3": 3, "q4": 4}
 _QUARTER = re.compile(
@@ -33,7 +35,6 @@ _ARXIV_DATE = re.compile(r"arxiv:\S+\s+\[[^\]]+\]\s+(\d{1,2}\s+\w{3,9}\s+(?:19|2
 _YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
 _COVER_LINE_WORDS = 16
 _RELEASED = re.compile(r"\b(?:for\s+release|released|published|date\s+of\s+publication|issued|dated)\b\s*:?\s*", re.I)
-_JUNK_METADATA = re.compile(r"_|^microsoft\b|^untitled|\.(?:pdf|docx?|pptx?|indd)$|^\W*$", re.IGNORECASE)
 
 
 def _sec_title(facts: SecFacts, organisation: str) -> str:
@@ -44,24 +45,6 @@ def _sec_title(facts: SecFacts, organisation: str) -> str:
     elif facts.fiscal_year:
         period = f" for fiscal year {facts.fiscal_year}"
     return f"{organisation} Form {facts.form}{period}".strip()
-
-
-def _metadata_title(raw: str) -> str:
-    """The file's metadata title when it reads as a title, not a file or tool name."""
-    from hyperfolio.parse.pdf.document import meaningful_title
-
-    title = meaningful_title(raw) or ""
-    return "" if _JUNK_METADATA.search(title) else title
-
-
-def choose_title(cover: Cover, fallback: str = "") -> str:
-    """The cover's title; the metadata's when it says the same and more ("User Manual" inside
-    "4K UHD Display User Manual"), or when the cover has none; else the fallback."""
-    layout = cover_title(cover)
-    meta = _metadata_title(cover.metadata_title)
-    if layout and meta and set(layout.lower().split()) < set(meta.lower().split()):
-        return meta
-    return layout or meta or fallback
 
 
 def _quarter(text: str) -> tuple[int, int | None] | None:
@@ -110,7 +93,7 @@ def card_from_cover(cover: Cover, document: Document | None = None, kind: str = 
     fallback = ""
     if document is not None:  # the parser's title, unless it is OCR debris or furniture; else the file's name
         clean = not is_noise(document.title) and not is_furniture(document.title)
-        fallback = document.title if clean else Path(document.source).stem
+        fallback = document.title if clean else file_title(document.source)
     facts = sec_facts(cover)
     card = DocumentCard(doc_id=document.doc_id if document is not None else "")
     if facts is not None:

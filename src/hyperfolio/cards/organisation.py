@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from hyperfolio.cards.cover import Cover, CoverPage
-from hyperfolio.cards.title import CITATION_HEAD, is_furniture, is_noise
+from hyperfolio.cards.title import CITATION_HEAD
+from hyperfolio.parse.furniture import is_furniture, is_noise
 
 _ORG_WORD = re.compile(
     r"\b(?:inc|incorporated|corporation|corp|company|co|ltd|limited|llc|plc|group|holdings|university|"

@@ -8,29 +8,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hyperfolio.cards.cover import Cover, CoverLine, CoverPage
-from hyperfolio.parse.pdf.items import CAPTION_RE
+from hyperfolio.cards.cover import COVER_PAGES, Cover, CoverLine, CoverPage, cover_from_pdf_pages
+from hyperfolio.parse.furniture import is_furniture, is_noise
+from hyperfolio.parse.pdf.items import PageData
+from hyperfolio.parse.titles import meaningful_title
 
 STANDOUT = 1.2  # a title's type is at least this much larger than the body's
 _SIMILAR = 0.88  # a neighbouring line this close in size continues the title (authors are a size smaller)
 _CONTINUED = 0.35  # ... or this close when a word joins them ("... CHANGE ON" / "HUMAN HEALTH")
 _MAX_TITLE_LINES = 4
 _MAX_TITLE_CHARS = 200
-_FURNITURE = re.compile(
-    r"^(about\s+(?:us|the\s+\w+|(?:[A-Z][\w&.'’-]*\s*){1,5})|table\s+of\s+contents|contents|index|for\s+release\b.*|embargoed\b.*|"
-    r"(?:page\s+)?\d+(?:\s+of\s+\d+)?|(?:version|v)\s*[\d.]+\b.*|[ivxlc]+|confidential|draft|preprint|copyright\b.*|©.*|all\s+rights\s+reserved.*|"
-    r"(?:by|written\s+by|prepared\s+by|presented\s+by)\s.*|www\..*|https?://.*|\S+@\S+|"
-    r"(?:recommended|suggested)\s+citation|for\s+media\s+or\s+other\s+inquiries.*)$",
-    re.IGNORECASE,
-)
-# Court and filing stamps across the top of a page: "Case 2:18-cv-... Filed 09/13/18 Page 1 of 16".
-_STAMP = re.compile(r"\b(?:e?filed|filing\s+id|case\s+(?:no\.?|number)|docket|arxiv:\S+)", re.IGNORECASE)
-_DATE_LINE = re.compile(
-    r"^(?:(?:updated|revised|published|issued|version\s+[\d.]+)\s*:?\s*)?"
-    r"(?:\w+\s+)?(?:\d{1,2}(?:st|nd|rd|th)?\s+)?[A-Za-z]+\.?\s+(?:\d{1,2},?\s+)?(?:19|20)\d{2}$|^[\d/.\-\s]+$",
-    re.IGNORECASE,
-)
-_MONTH_WORDS = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
 # A cover's own citation line: "Pew Research Center, May, 2018, “Trump Viewed Less Negatively ...”".
 CITATION_HEAD = re.compile(
     r"^(?:recommended|suggested|preferred)\s+citation\b|^(?:please\s+)?cite\s+(?:this|as)\b", re.I
@@ -42,35 +29,6 @@ _JOINING_WORDS = {
     "of", "on", "in", "and", "the", "for", "to", "a", "an", "at", "by", "with", "from", "&", "or", "via", "vs",
     "vs.", "versus", "into", "about", "under", "toward", "towards",
 }  # fmt: skip
-
-
-def is_furniture(text: str) -> bool:
-    """Whether a cover line is the page's furniture rather than anything it is about."""
-    if re.search(r"(?:\.\s?){4,}|…{2,}", text):
-        return True  # a contents entry with its dot leader
-    clean = text.strip(" .:|-–—•")
-    if _FURNITURE.match(clean) or _STAMP.search(clean) or CAPTION_RE.match(clean):
-        return True
-    return bool(_DATE_LINE.match(clean) and (_MONTH_WORDS.search(clean) or not re.search(r"[A-Za-z]", clean)))
-
-
-def is_noise(text: str) -> bool:
-    """OCR debris ("SIUD=)I) GUIDE", "| TECHNOLOGICAL") and doubled shadow text ("The The Limes Limes",
-    "NEEBBR RA ASSK"): lines a title must not come from."""
-    words = text.split()
-    if not words or sum(ch.isalpha() for ch in text) < 3:
-        return True
-    broken = sum(1 for w in words if re.search(r"[^\w'’&.,:;!?()\-–—/“”\"]", w) or re.search(r"\w[=|)(\]\[{}]+\w", w))
-    if broken / len(words) > 0.25:
-        return True
-    if len(words) >= 6 and sum(1 for w in words if len(w) <= 2) / len(words) > 0.4:
-        return True  # OCR of a picture: letters and marks, few words
-    repeated = sum(1 for a, b in zip(words, words[1:], strict=False) if a.lower() == b.lower())
-    if len(words) >= 4 and repeated / (len(words) - 1) >= 0.3:
-        return True
-    letters = [w for w in words if w.isalpha() and len(w) >= 3]
-    doubled = sum(1 for w in letters if sum(a == b for a, b in zip(w, w[1:], strict=False)) >= len(w) / 3)
-    return len(letters) >= 3 and doubled / len(letters) >= 0.5
 
 
 def _candidates(page: CoverPage) -> list[CoverLine]:
@@ -164,3 +122,21 @@ def cover_title(cover: Cover) -> str:
         if page.lines:
             return ""  # the first page has text, just no title: a later page's heading is not the title
     return ""
+
+
+def choose_title(cover: Cover, fallback: str = "") -> str:
+    """The title of a document: its cover's; the metadata's when it says the same and more ("User
+    Manual" inside "4K UHD Display User Manual"), or when the cover has none; else the fallback. The one
+    title rule: the PDF reader names a document by it, and its card is made by it."""
+    layout = cover_title(cover)
+    meta = meaningful_title(cover.metadata_title) or ""
+    if layout and meta and set(layout.lower().split()) < set(meta.lower().split()):
+        return meta
+    return layout or meta or fallback
+
+
+def pdf_title(pages: Sequence[PageData], metadata_title: str = "") -> str:
+    """The title of a PDF from its reader's pages (pass 1) and its metadata title, by `choose_title`."""
+    cover = cover_from_pdf_pages([page for page in pages if page.number <= COVER_PAGES], len(pages))
+    cover.metadata_title = metadata_title
+    return choose_title(cover)

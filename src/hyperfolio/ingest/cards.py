@@ -15,6 +15,7 @@ from hyperfolio.cards.card import Carder, DocumentCard
 from hyperfolio.cards.themes import top_themes
 from hyperfolio.hypergraph.layers import THEME
 from hyperfolio.model import Chunk, Document, DocumentInfo
+from hyperfolio.parse.titles import file_title
 from hyperfolio.store.base import STAGE_READY, Store
 
 if TYPE_CHECKING:  # the cover reader imports PyMuPDF: not for whoever only asks
@@ -53,13 +54,19 @@ def card_title(title: str, source: str, card: DocumentCard) -> str | None:
     """The card's title when it should replace the document's `title`, else None. A filing's cover names
     it better than any line of it ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION"), and a title that is
     the page's furniture ("About Pew Research Center"), OCR debris or the file's own name says nothing."""
-    from hyperfolio.cards.title import is_furniture, is_noise
+    from hyperfolio.parse.furniture import is_furniture, is_noise
 
     if not card.title or card.title == title:
         return None
     clean = title.strip()
     filing = card.doc_type in SEC_FORMS and bool(card.organisation)
-    wanting = filing or not clean or is_furniture(clean) or is_noise(clean) or clean == Path(source).stem
+    wanting = (
+        filing
+        or not clean
+        or is_furniture(clean)
+        or is_noise(clean)
+        or clean in (Path(source).stem, file_title(source))
+    )
     return card.title if wanting else None
 
 

@@ -20,6 +20,7 @@ from hyperfolio.errors import ParseError, UnsupportedFileError
 from hyperfolio.model import Document, Page
 from hyperfolio.parse.guard import parse_errors
 from hyperfolio.parse.limits import cap_page_chars, check_limits, check_pages, check_size
+from hyperfolio.parse.titles import file_title
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +229,7 @@ def finish_document(
     return Document(
         doc_id=digest[:16],
         source=str(path.resolve()),
-        title=title or path.stem,
+        title=title or file_title(path),
         kind=kind,
         pages=pages,
         content_hash=digest,

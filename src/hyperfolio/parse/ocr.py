@@ -10,6 +10,7 @@ import functools
 import io
 import logging
 import os
+import re
 import shutil
 from typing import TYPE_CHECKING
 
@@ -91,10 +92,13 @@ def ocr_image(data: bytes | Image.Image, lang: str = "eng", timeout: float = 20.
 
 
 def clean_ocr_text(text: str) -> str:
-    """Drop blank runs and lines of pure noise that Tesseract emits for graphics."""
+    """What Tesseract read that looks like writing: runs of blank lines closed up, tokens shaped like no
+    word or number dropped ("|i", "hs)", "SS|", a chart's gridlines read as letters; a number keeps its
+    value when a stray bracket clings to it, "17]" -> "17"), and lines left without a legible token gone.
+    MuPDF's in-process Tesseract, the fast path, reports no word confidences, so shape is the test."""
     lines: list[str] = []
     for line in text.splitlines():
-        line = line.strip()
+        line = " ".join(token for raw in line.split() if (token := legible_token(raw)))
         if not line:
             if lines and lines[-1]:
                 lines.append("")
@@ -104,6 +108,38 @@ def clean_ocr_text(text: str) -> str:
             continue
         lines.append(line)
     return "\n".join(lines).strip()
+
+
+# Word shapes: a lower-case or capitalised word (hyphens and apostrophes inside), an acronym, a number
+# with its currency, unit or ordinal, a code mixing capitals and digits ("COVID-19", "H1N1", "U.S.").
+_WORD_SHAPE = re.compile(
+    r"[A-Za-z][a-z]+(?:[-'’][A-Za-z]+)*(?:'s|’s)?|[AaI]|[A-Za-z](?:-[A-Za-z]+)+|[a-z][A-Z][a-z]+"
+    r"|[A-Z]{2,}(?:[-'’&][A-Z]+)*(?:'?s)?"
+    r"|[-+−]?[$€£¥]?\d(?:[\d,./:–-]*\d)?(?:%|st|nd|rd|th|[A-Za-z]{1,3})?"
+    r"|[A-Z][A-Za-z]*(?:[-.]?[A-Z0-9]+)+\.?"
+    r"|(?:[A-Z]\.){2,}|[&+=/–—-]"
+    r"|[\w.-]+@[\w.-]+\.[a-z]{2,}|(?:https?://|www\.)?[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|gov|edu|int|io|co|uk|de)(?:/\S*)?"
+)
+_SHORT_WORDS = frozenset("a i am an as at be by do go he if in is it me my no of oh ok on or so to up us vs we".split())
+_EDGE = "|[]{}()<>\"'“”‘’`.,;:!?*_~^°"
+
+
+def legible_token(token: str) -> str:
+    """The token with stray marks trimmed from its edges when what is left has a word's or number's
+    shape, else "" (a one- or two-letter lower-case fragment is a word only when it is a common one)."""
+    core = token.strip(_EDGE)
+    if not core:
+        return ""
+    if not _WORD_SHAPE.fullmatch(core):
+        return ""
+    if core.isalpha() and core.islower() and len(core) <= 2 and core not in _SHORT_WORDS:
+        return ""
+    if core.isalpha() and len(core) == 1 and core not in "aAI":
+        return ""
+    start, end = token.find(core), token.find(core) + len(core)
+    lead = token[:start] if token[:start] in ("(", "“", '"', "‘", "$") else ""
+    tail = token[end:] if re.fullmatch(r"[)”\"’]?[.,;:!?%]?", token[end:]) else ""
+    return f"{lead}{core}{tail}"
 
 
 @functools.cache

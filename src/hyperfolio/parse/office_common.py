@@ -103,21 +103,6 @@ def reading(path: Path, what: str, doing: str = "not a valid") -> Iterator[None]
         raise ParseError(str(path), f"{doing} {what} file: {one_line(exc)}") from exc
 
 
-def meaningful_title(title: str | None) -> str | None:
-    """A document-properties title worth showing; templates leave placeholders and file names."""
-    if not title:
-        return None
-    title = " ".join(title.split())
-    low = title.lower()
-    if len(title) < 3 or not any(ch.isalpha() for ch in title):
-        return None
-    if low in {"powerpoint presentation", "presentation", "document", "title", "untitled", "slide 1"}:
-        return None
-    if re.search(r"\.(docx?|pptx?|xlsx?|csv|pdf)$", low) or low.startswith(("microsoft ", "untitled")):
-        return None
-    return title
-
-
 def safe_ext(ext: str) -> str:
     """An image suffix safe to use in a file name (the collection stores pictures under it)."""
     ext = ext.lower().lstrip(".")

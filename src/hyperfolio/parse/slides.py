@@ -27,6 +27,7 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.model import BBox, Page
 from hyperfolio.parse import office_common as office
 from hyperfolio.parse.chunking import Block, blocks_to_chunks
+from hyperfolio.parse.titles import meaningful_title
 from hyperfolio.parse.tree import clean_heading
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ def parse_slides(path: Path, data: bytes, options: ParseOptions) -> tuple[list[P
         reader = _SlideReader(options)
         pages = [reader.slide_page(n, slide, width, height) for n, slide in enumerate(deck.slides, 1)]
         first = next((t for slide in deck.slides if (t := _slide_title(slide))), None)
-        title = office.meaningful_title(deck.core_properties.title) or first
+        title = meaningful_title(deck.core_properties.title) or first
     meta: dict[str, Any] = {"slides": len(pages), "pictures": reader.pictures}
     if office.ocr_missing(options, reader.pictures):
         log.warning("%s: %s", path, office.OCR_UNAVAILABLE)

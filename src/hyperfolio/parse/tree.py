@@ -44,6 +44,13 @@ class SectionTracker:
             self.stack.pop()
         self.stack.append((level, title))
 
+    def extend(self, more: str) -> None:
+        """Continue the innermost heading with its next line."""
+        more = clean_heading(more)
+        if self.stack and more:
+            level, title = self.stack[-1]
+            self.stack[-1] = (level, clean_heading(f"{title} {more}"))
+
     @property
     def path(self) -> list[str]:
         return [title for _, title in self.stack]

@@ -25,6 +25,7 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.model import Page
 from hyperfolio.parse import office_common as office
 from hyperfolio.parse.chunking import Block, paginate
+from hyperfolio.parse.titles import meaningful_title
 from hyperfolio.parse.tree import SectionTracker, clean_heading
 
 if TYPE_CHECKING:
@@ -333,7 +334,7 @@ def parse_word(path: Path, data: bytes, options: ParseOptions) -> tuple[list[Pag
     with office.reading(path, "Word", "cannot read the"):
         walker = _Walker(doc, options)
         walker.walk()
-        title = office.meaningful_title(doc.core_properties.title) or walker.first_heading
+        title = meaningful_title(doc.core_properties.title) or walker.first_heading
         blocks = _attach_captions(walker.blocks)
         pages = paginate(blocks, options)
     meta: dict[str, Any] = {"pictures": walker.pictures}

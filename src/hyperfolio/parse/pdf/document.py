@@ -3,7 +3,6 @@ a title and the file's metadata."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,29 +17,11 @@ from hyperfolio.parse.pdf.structure import (
     assign_font_headings,
     body_size,
     mark_furniture,
-    title_from_first_page,
     toc_events,
 )
 from hyperfolio.parse.tree import SectionTracker
 
-_BAD_TITLES = {"untitled", "contents", "document", "slide 1", "powerpoint presentation", "title", "ug"}
-
 Events = dict[int, list[tuple[int, int, str]]]  # page -> [(item index, level, title)] from the outline
-
-
-def meaningful_title(title: str | None) -> str | None:
-    """A metadata title worth showing, or None for the filenames and boilerplate tools leave."""
-    if not title:
-        return None
-    title = " ".join(title.split())
-    low = title.lower()
-    if len(title) < 4 or low in _BAD_TITLES or not any(ch.isalpha() for ch in title):
-        return None
-    if re.search(r"\.(pdf|docx?|pptx?|xlsx?|indd|tex|dvi|qxd|html?)$", low) or low.startswith(
-        ("microsoft word", "microsoft powerpoint", "untitled")
-    ):
-        return None
-    return title
 
 
 def _block(item: Item, section_path: list[str]) -> Block:
@@ -54,6 +35,13 @@ def _block(item: Item, section_path: list[str]) -> Block:
     return item.block
 
 
+def _continues(upper: Item, lower: Item) -> bool:
+    """Whether a heading line continues the heading just above it: same level, the next line down."""
+    gap = lower.bbox[1] - upper.bbox[3]
+    overlap = min(upper.bbox[2], lower.bbox[2]) - max(upper.bbox[0], lower.bbox[0])
+    return upper.level == lower.level and -2.0 <= gap <= 0.8 * max(upper.size, lower.size) and overlap > 0
+
+
 def _page_blocks(
     page: PageData, events: list[tuple[int, int, str]], font_headings: bool, tracker: SectionTracker
 ) -> tuple[list[Block], bool]:
@@ -62,6 +50,7 @@ def _page_blocks(
     pending = sorted(events, key=lambda e: e[0])
     blocks: list[Block] = []
     has_text = False
+    previous: Item | None = None  # the item before, when it was a heading
     for index, item in enumerate(page.items):
         while pending and pending[0][0] <= index:
             _, level, heading = pending.pop(0)
@@ -69,7 +58,11 @@ def _page_blocks(
         if item.role == "furniture" or (item.kind == "text" and item.role == "caption"):
             continue
         if font_headings and item.role == "heading":
-            tracker.enter(item.level, item.text)
+            if previous is not None and _continues(previous, item):
+                tracker.extend(item.text)  # "HAMILTON" / "COUNTY": one heading set on two lines
+            else:
+                tracker.enter(item.level, item.text)
+        previous = item if item.role == "heading" else None
         has_text = has_text or (bool(item.text.strip()) if item.kind == "text" else not item.textless)
         blocks.append(_block(item, tracker.path))
     for _, level, heading in pending:
@@ -123,6 +116,14 @@ def _document_facts(
     return metadata, events, damaged
 
 
+def _title(pages: list[PageData], metadata: dict[str, Any]) -> str | None:
+    """The document's title by the one title rule, the cover's layout and the file's metadata
+    (`cards.title.pdf_title`; imported here, as cards read the PDF reader's pages)."""
+    from hyperfolio.cards.title import pdf_title
+
+    return pdf_title(pages, str(metadata.get("title") or "")) or None
+
+
 def assemble_pdf(
     path: Path, data: bytes, parts: Sequence[PdfPart], options: ParseOptions
 ) -> tuple[list[Page], str | None, dict[str, Any]]:
@@ -133,7 +134,7 @@ def assemble_pdf(
     body = body_size(pages)
     if events is None:
         assign_font_headings(pages, body)
-    title = meaningful_title(metadata.get("title")) or title_from_first_page(pages, body)
+    title = _title(pages, metadata)
     tracker = SectionTracker()
     out = [_page(page, events, tracker, options) for page in pages]
     if damaged and not any((c.text.strip() and not c.placeholder) or c.image for p in out for c in p.chunks):

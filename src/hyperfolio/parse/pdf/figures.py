@@ -50,6 +50,9 @@ def raster_images(page: pymupdf.Page, options: ParseOptions) -> list[Item]:
     return items[:MAX_FIGURES_PER_PAGE]
 
 
+DISPLAY_TYPE = 18.0  # points: titles and headlines are set this large, chart labels never
+
+
 def vector_charts(
     page: pymupdf.Page, drawings: list[dict[str, Any]], taken: list[BBox], options: ParseOptions
 ) -> list[Item]:
@@ -78,8 +81,9 @@ def vector_charts(
 
 
 def _is_chart_label(seg: Item, chart: BBox, margin: float = 18.0) -> bool:
-    """Short text inside a chart, or hugging its edge, that is not the caption."""
-    if len(seg.text) >= 120 or CAPTION_RE.match(seg.text):
+    """Short text inside a chart, or hugging its edge, that is not the caption nor set in display type
+    (a cover's title over a collage of coloured panels is the page's text, not a label)."""
+    if len(seg.text) >= 120 or CAPTION_RE.match(seg.text) or seg.size >= DISPLAY_TYPE:
         return False
     if inside(seg.bbox, chart, 0.8):
         return True

@@ -13,7 +13,7 @@ import pymupdf
 from hyperfolio.config import ParseOptions
 from hyperfolio.parse.limits import keep_first_chars
 from hyperfolio.parse.pdf.figures import attach_captions, claim_text, fill_figure, raster_images, vector_charts
-from hyperfolio.parse.pdf.items import TEXT_FLAGS, Item, PageData, PdfPart, area, center_inside, log
+from hyperfolio.parse.pdf.items import TEXT_FLAGS, Item, PageData, PdfPart, area, center_inside, intersection, log
 from hyperfolio.parse.pdf.opening import open_pdf
 from hyperfolio.parse.pdf.tables import caption_tables, find_tables
 from hyperfolio.parse.pdf.text import ocr_page, reading_order, segments
@@ -71,7 +71,8 @@ def _ocr_if_scanned(
     page: pymupdf.Page, native: list[Item], data: PageData, options: ParseOptions, oversized: bool
 ) -> list[Item]:
     """The page's text: OCR'd when its text layer is missing or thin over a full-page image, and OCR
-    reads clearly more than the layer holds; else the text layer's segments."""
+    reads clearly more than the layer holds (the layer's own segments kept beside OCR's); else the text
+    layer's segments."""
     native_chars = sum(len(s.text) for s in native)
     # A scan with a thin text layer (a stamp, a page header) is still a scan: OCR it whole.
     scanned = (
@@ -87,8 +88,15 @@ def _ocr_if_scanned(
     needed = native_chars if native_chars < options.min_page_chars else max(native_chars * 1.5, native_chars + 40)
     if ocr_chars > needed:
         data.ocr = True
-        return ocr_segments
+        return native + [s for s in ocr_segments if not _read_already(s, native)]
     return native
+
+
+def _read_already(ocr_segment: Item, native: list[Item]) -> bool:
+    """Whether most of an OCR'd segment lies on the text layer's own segments: the layer's text is exact
+    (a cover's title set as text over a picture), so it is kept and OCR's reading of it dropped."""
+    covered = sum(intersection(ocr_segment.bbox, seg.bbox) for seg in native)
+    return covered >= 0.5 * max(area(ocr_segment.bbox), 1e-6)
 
 
 def _cap_chars(text: list[Item], data: PageData, options: ParseOptions) -> list[Item]:

@@ -1,5 +1,5 @@
 """Pass 2's view of the whole document: running headers and footers, the body type size, headings
-(from the PDF outline when it has one, else from type size and weight) and a title from the cover."""
+(from the PDF outline when it has one, else from type size and weight)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,16 @@ from collections import Counter
 
 import pymupdf
 
+from hyperfolio.parse.furniture import is_furniture, is_noise
 from hyperfolio.parse.pdf.items import CAPTION_RE, Item, PageData
 from hyperfolio.parse.tree import clean_heading, heading_key, level_for, rank_levels
+
+_CAMEL = re.compile(r"[a-z][A-Z]|[a-z]-[A-Z]")  # "iPhone", "e-Commerce": lower-case openings of names
+_NUMBERED = re.compile(r"(?:[ivxlc]+|[a-z])[.)]\s")  # "iii) Board Meetings", "b. Results": numbered headings
+_BULLETS = "●•▪■◦‣–—-*>"
+_JOINING = frozenset("a an and as at by for from in into of on or the to with".split())
+_AFFILIATED = re.compile(r"[A-Za-z][0-9∗*†‡][0-9,∗*†‡]*(?=\s|$)")  # an author's name with its affiliation marks
+_MIN_WIDTH_PER_CHAR = 0.15  # of the type size: real text runs 0.4-0.6 em a character, condensed type 0.3
 
 
 def body_size(pages: list[PageData], include_ocr: bool = False) -> float:
@@ -54,13 +62,15 @@ def mark_furniture(pages: list[PageData]) -> None:
             item.role = "furniture"
 
 
-def _heading_candidate(item: Item, body: float, factor: float = 1.15) -> float | None:
+def _heading_candidate(item: Item, body: float, factor: float = 1.15, max_words: int = 18) -> float | None:
     """The size rank key of a heading-looking text segment, else None."""
     if item.kind != "text" or item.role != "text" or item.math or item.vertical:
         return None
     text = item.text.strip()
     words = text.split()
-    if not words or len(words) > 18 or len(text) > 150 or item.n_lines > 3:
+    if not words or len(words) > max_words or len(text) > 150 or item.n_lines > 3:
+        return None
+    if not _fits_its_size(item, text) or not reads_as_heading(text):
         return None
     letters = sum(ch.isalpha() for ch in text)
     if letters < 2 or letters < 0.5 * len(text.replace(" ", "")) or CAPTION_RE.match(text):
@@ -70,6 +80,32 @@ def _heading_candidate(item: Item, body: float, factor: float = 1.15) -> float |
     if item.bold and item.size >= body - 0.6 and len(words) <= 12 and not text.endswith((".", ",", ";")):
         return body + 0.05  # bold at body size: the lowest heading level
     return None
+
+
+def reads_as_heading(text: str) -> bool:
+    """Whether a line set large or bold reads as a heading, not a sentence's broken line ("believe that all
+    pens are made in Hamburg, Germany. The"), a fragment of a graphic's lettering ("s express", "a ome"),
+    an author line ("Liangming Pan1,2 Xiaobao Wu3"), the page's furniture or OCR debris."""
+    words = text.rstrip(" :").split()
+    if not words:
+        return False
+    first = text[0]
+    if first.islower() and not _CAMEL.match(text) and not _NUMBERED.match(text) or first in _BULLETS:
+        return False
+    last = words[-1].lower()
+    if last in _JOINING or text.endswith((",", ";", "-")) or (text.count(",") >= 2 and len(text.split()) > 8):
+        return False
+    if len(_AFFILIATED.findall(text)) >= 2:
+        return False
+    return not is_furniture(text) and not is_noise(text)
+
+
+def _fits_its_size(item: Item, text: str) -> bool:
+    """Whether a segment's box is as wide as its type size says: glyphs drawn tiny under a large declared
+    size (a graphic's lettering, "In dependents' views of" at 47 pt in a 13 pt box) make a size no heading
+    can be ranked by."""
+    per_line = len(text) / max(item.n_lines, 1)
+    return item.bbox[2] - item.bbox[0] >= _MIN_WIDTH_PER_CHAR * per_line * item.size
 
 
 def assign_font_headings(pages: list[PageData], body: float) -> None:
@@ -83,12 +119,15 @@ def assign_font_headings(pages: list[PageData], body: float) -> None:
     scanned = [p for p in pages if p.ocr]
     _headings_from_sizes(digital, body)
     if len(scanned) > len(digital):
-        _headings_from_sizes(scanned, body_size(scanned, include_ocr=True), factor=1.3)
+        _headings_from_sizes(scanned, body_size(scanned, include_ocr=True), factor=1.3, max_words=12)
 
 
-def _headings_from_sizes(pages: list[PageData], body: float, factor: float = 1.15) -> None:
+def _headings_from_sizes(pages: list[PageData], body: float, factor: float = 1.15, max_words: int = 18) -> None:
     candidates = [
-        (item, key) for page in pages for item in page.items if (key := _heading_candidate(item, body, factor))
+        (item, key)
+        for page in pages
+        for item in page.items
+        if (key := _heading_candidate(item, body, factor, max_words))
     ]
     if not candidates:
         return
@@ -135,23 +174,3 @@ def toc_events(doc: pymupdf.Document, pages: list[PageData]) -> dict[int, list[t
             cursor[pno] = found + 1
         events.setdefault(pno, []).append((index, level, title))
     return events
-
-
-def title_from_first_page(pages: list[PageData], body: float) -> str | None:
-    """The largest type on the first born-digital page, when it stands out from the body text."""
-    for page in pages[:2]:
-        texts = [i for i in page.items if i.kind == "text" and i.role != "furniture" and 3 <= len(i.text) <= 200]
-        texts = [i for i in texts if sum(ch.isalpha() for ch in i.text) >= 3 and not i.vertical]
-        if page.ocr:  # OCR sizes are rough and short fragments are usually noise
-            texts = [
-                i for i in texts if len(i.text) >= 8 and len(i.text.split()) >= 2 and i.bbox[1] < 0.5 * page.height
-            ]
-            body = body_size(pages, include_ocr=True)
-        if not texts:
-            continue
-        top = max(i.size for i in texts)
-        if top < body * 1.2:
-            continue
-        parts = [i.text for i in texts if abs(i.size - top) < 0.6][:3]
-        return clean_heading(" ".join(parts)) or None
-    return None
