@@ -153,3 +153,18 @@ def test_a_heading_set_on_two_lines_is_one_section(tmp_path: Path) -> None:
     paths = {tuple(c.section_path) for c in parse_file(path, None).pages[0].chunks}
     assert ("HAMILTON COUNTY", "Settlement History") in paths
     assert not any(p[:1] == ("HAMILTON",) for p in paths)
+
+
+def test_a_contents_page_opens_no_sections(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    contents = doc.new_page()
+    for i, line in enumerate(["Executive Summary i", "Chapter 1: Settlement 3", "Chapter 2: Survey Results 23"]):
+        contents.insert_text((72, 100 + 30 * i), line, fontsize=16)
+    body = doc.new_page()
+    body.insert_text((72, 80), "Settlement", fontsize=16)
+    body.insert_textbox(pymupdf.Rect(72, 100, 520, 700), LOREM * 4, fontsize=10)
+    path = tmp_path / "contents.pdf"
+    doc.save(path)
+    parsed = parse_file(path, None)
+    headings = {h for page in parsed.pages for c in page.chunks for h in c.section_path}
+    assert headings == {"Settlement"}

@@ -17,6 +17,7 @@ _NUMBERED = re.compile(r"(?:[ivxlc]+|[a-z])[.)]\s")  # "iii) Board Meetings", "b
 _BULLETS = "●•▪■◦‣–—-*>"
 _JOINING = frozenset("a an and as at by for from in into of on or the to with".split())
 _AFFILIATED = re.compile(r"[A-Za-z][0-9∗*†‡][0-9,∗*†‡]*(?=\s|$)")  # an author's name with its affiliation marks
+_PAGE_REFERENCE = re.compile(r"[A-Za-z)][\s.…]+(?:\d{1,4}|[ivxlc]{1,6})$")  # a contents line's page number
 _MIN_WIDTH_PER_CHAR = 0.15  # of the type size: real text runs 0.4-0.6 em a character, condensed type 0.3
 
 
@@ -108,6 +109,16 @@ def _fits_its_size(item: Item, text: str) -> bool:
     return item.bbox[2] - item.bbox[0] >= _MIN_WIDTH_PER_CHAR * per_line * item.size
 
 
+def _without_contents_entries(items: list[Item]) -> list[Item]:
+    """A page's items less its contents entries: where three or more lines end in a page number ("Chapter
+    2: Survey Results 23", "Executive Summary i"), they list the sections, they do not open them."""
+    entries = [item for item in items if item.kind == "text" and _PAGE_REFERENCE.search(item.text.strip())]
+    if len(entries) < 3:
+        return items
+    listed = {id(item) for item in entries}
+    return [item for item in items if id(item) not in listed]
+
+
 def assign_font_headings(pages: list[PageData], body: float) -> None:
     """Headings from type size and weight on born-digital pages.
 
@@ -126,7 +137,7 @@ def _headings_from_sizes(pages: list[PageData], body: float, factor: float = 1.1
     candidates = [
         (item, key)
         for page in pages
-        for item in page.items
+        for item in _without_contents_entries(page.items)
         if (key := _heading_candidate(item, body, factor, max_words))
     ]
     if not candidates:
