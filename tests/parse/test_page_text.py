@@ -168,3 +168,16 @@ def test_a_contents_page_opens_no_sections(tmp_path: Path) -> None:
     parsed = parse_file(path, None)
     headings = {h for page in parsed.pages for c in page.chunks for h in c.section_path}
     assert headings == {"Settlement"}
+
+
+def test_a_numbered_heading_is_not_run_into_the_heading_below_it(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "A.2 Prompts for Question Generation", fontsize=14)
+    page.insert_text((72, 118), "Prompts for the initial question", fontsize=14, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 130, 520, 700), LOREM * 4, fontsize=10)
+    path = tmp_path / "numbered.pdf"
+    doc.save(path)
+    headings = {h for c in parse_file(path, None).pages[0].chunks for h in c.section_path}
+    assert "A.2 Prompts for Question Generation Prompts for the initial question" not in headings
+    assert "Prompts for the initial question" in headings

@@ -3,6 +3,7 @@ a title and the file's metadata."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ from hyperfolio.parse.pdf.structure import (
 )
 from hyperfolio.parse.tree import SectionTracker
 
+_NUMBERED_HEADING = re.compile(  # "3.1 ", "A.2 ", "(b) ", "IV. ": a heading of its own
+    r"\(?(?:\d+(?:\.\d+)*[.):]?|[A-Za-z](?:\.\d+)+|[A-Za-z][.)]|[ivxlcIVXLC]+[.)])\s"
+)
 Events = dict[int, list[tuple[int, int, str]]]  # page -> [(item index, level, title)] from the outline
 
 
@@ -36,10 +40,15 @@ def _block(item: Item, section_path: list[str]) -> Block:
 
 
 def _continues(upper: Item, lower: Item) -> bool:
-    """Whether a heading line continues the heading just above it: same level, the next line down."""
+    """Whether a heading line continues the heading just above it: same level, set tight below it, and
+    neither a numbered heading of its own nor after one that has ended ("A.2 Prompts" / "Prompts for the
+    initial question" are two headings)."""
     gap = lower.bbox[1] - upper.bbox[3]
     overlap = min(upper.bbox[2], lower.bbox[2]) - max(upper.bbox[0], lower.bbox[0])
-    return upper.level == lower.level and -2.0 <= gap <= 0.8 * max(upper.size, lower.size) and overlap > 0
+    numbered = _NUMBERED_HEADING.match(upper.text) or _NUMBERED_HEADING.match(lower.text)
+    ended = upper.text.rstrip().endswith((":", "?", "!", "."))
+    tight = -2.0 <= gap <= 0.5 * max(upper.size, lower.size)
+    return upper.level == lower.level and tight and overlap > 0 and not numbered and not ended
 
 
 def _page_blocks(
