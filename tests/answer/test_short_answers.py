@@ -241,3 +241,9 @@ def test_a_name_beside_its_role_in_capitals_is_read_apart_from_it():
 def test_an_address_that_spells_the_asked_name_is_the_answer():
     evidence = text_item("Mtre Marianne Ignacz Mtre Laurent Nahmiash mignacz@inf.ca lnahmiash@inf.ca Montreal")
     assert ask("What is the email of Mtre Laurent Nahmiash?", evidence).short == "lnahmiash@inf.ca"
+
+
+def test_reference_markers_name_nothing():
+    names = [s.text for s in name_spans("We used PDTB BIBREF12 and the corpus in TABREF15 with INLINEFORM0.")]
+    assert names == ["PDTB"]
+    assert ask("Which dataset do they use?", text_item("The corpus is described in BIBREF2.")).short != "BIBREF2"

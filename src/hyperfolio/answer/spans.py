@@ -91,6 +91,9 @@ _TITLED = re.compile(
 )
 
 
+# A citation or cross-reference marker names nothing: "BIBREF12", "TABREF3", "INLINEFORM0" (as papers
+# converted to text write them), "Fig", "Eq".
+_REFERENCE = re.compile(r"(?:BIB|TAB|SEC|FIG|EQ)REF\d+|(?:INLINE|DISPLAY)FORM\d+|Fig|Eq|Sec|Ref|Tab", re.I)
 _SHOUTED = re.compile(r"[A-Z]{5,}")  # a capitalised word, not an acronym: "GOVERNOR", "SECRETARY"
 
 
@@ -131,7 +134,21 @@ def name_spans(text: str) -> list[Span]:
         for part in _case_parts(Span(p.text, p.start, p.start + len(p.text), Kind.NAME))
     ]
     inside = [s for s in others if not any(t.start <= s.start < t.end for t in titled)]
-    return sorted(titled + inside, key=lambda s: s.start)
+    return sorted((kept for s in titled + inside if (kept := _without_references(s))), key=lambda s: s.start)
+
+
+def _without_references(span: Span) -> Span | None:
+    """The span less the reference markers at its edges ("PDTB BIBREF12" -> "PDTB"); None when nothing
+    else is left."""
+    words = list(re.finditer(r"\S+", span.text))
+    while words and _REFERENCE.fullmatch(words[0].group(0).strip(",.;:()")):
+        words.pop(0)
+    while words and _REFERENCE.fullmatch(words[-1].group(0).strip(",.;:()")):
+        words.pop()
+    if not words:
+        return None
+    start, end = words[0].start(), words[-1].end()
+    return Span(span.text[start:end], span.start + start, span.start + end, span.kind)
 
 
 _ASKED_FORMAT = re.compile(r"\b(YYYY-MM-DD|YYYY-MM|MM/DD/YYYY|DD/MM/YYYY)\b", re.I)
