@@ -48,7 +48,8 @@ def ask_all(collection_path: Path, base_url: str, model: str, count: int, out: P
             print(f"indexing {len(missing)} documents offline into {collection_path}", file=sys.stderr)
             offline.add(missing)
         settings = offline.settings
-    models = ModelOptions(answer_model=model, answer_base_url=base_url, timeout=600.0, max_retries=1)
+    # A small model may run on to the end of its context: 400 tokens hold any answer and its citations.
+    models = ModelOptions(answer_model=model, answer_base_url=base_url, timeout=600.0, max_retries=1, max_tokens=400)
     settings = dataclasses.replace(settings, models=models)
     with Collection(collection_path, settings=settings) as collection, out.open("w") as sink:
         for n, question in enumerate(chosen_questions(count), 1):

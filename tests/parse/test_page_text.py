@@ -181,3 +181,21 @@ def test_a_numbered_heading_is_not_run_into_the_heading_below_it(tmp_path: Path)
     headings = {h for c in parse_file(path, None).pages[0].chunks for h in c.section_path}
     assert "A.2 Prompts for Question Generation Prompts for the initial question" not in headings
     assert "Prompts for the initial question" in headings
+
+
+def test_a_court_filing_without_display_type_is_named_by_its_caption(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    lines = [
+        "UNITED STATES DISTRICT COURT EASTERN DISTRICT OF MICHIGAN",
+        "United States of America, Plaintiff,",
+        "Defendant in rem.",
+        "Complaint For Forfeiture",
+        "Plaintiff, the United States of America, by and through its attorney, states the following.",
+    ]
+    for i, line in enumerate(lines):
+        page.insert_text((72, 100 + 24 * i), line, fontsize=12)
+    page.insert_textbox(pymupdf.Rect(72, 240, 520, 700), LOREM * 4, fontsize=12)
+    path = tmp_path / "3276a5b991c49cf5f9a4af0f7d6fce67.pdf"
+    doc.save(path)
+    assert parse_file(path, None).title == "Complaint For Forfeiture"

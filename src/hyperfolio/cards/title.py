@@ -112,11 +112,32 @@ def printed_page_title(page: CoverPage) -> str:
     return ""
 
 
+_FILING = re.compile(
+    r"\b(?:complaint|defen[cs]e|motion|order|opinion|brief|petition|judgment|memorandum|affidavit|"
+    r"application|notice|declaration|stipulation|subpoena|summons|indictment)\b",
+    re.IGNORECASE,
+)
+_FILING_WORDS = 10
+
+
+def filing_title(page: CoverPage) -> str:
+    """A court filing's title where nothing stands out by size: the caption line that names what it is
+    ("Complaint For Forfeiture", "DEFENCE OF THE DEFENDANT THE TORONTO-DOMINION BANK"), never a sentence."""
+    for line in page.lines:
+        text = line.text.strip(" |")
+        words = text.split()
+        if not (2 <= len(words) <= _FILING_WORDS) or re.search(r"[.;,]\s", text) or text.endswith((".", ",", ":")):
+            continue
+        if _FILING.search(text) and text[0].isupper() and not is_furniture(text) and not is_noise(text):
+            return text
+    return ""
+
+
 def cover_title(cover: Cover) -> str:
     """The title of a document from its first page (the second when the first carries no text)."""
     body = cover.body_size
     for page in cover.pages[:2]:
-        title = cited_title(page) or printed_page_title(page) or layout_title(page, body)
+        title = cited_title(page) or printed_page_title(page) or layout_title(page, body) or filing_title(page)
         if title:
             return title
         if page.lines:
