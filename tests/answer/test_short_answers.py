@@ -247,3 +247,12 @@ def test_reference_markers_name_nothing():
     names = [s.text for s in name_spans("We used PDTB BIBREF12 and the corpus in TABREF15 with INLINEFORM0.")]
     assert names == ["PDTB"]
     assert ask("Which dataset do they use?", text_item("The corpus is described in BIBREF2.")).short != "BIBREF2"
+
+
+def test_a_count_the_evidence_lists_but_never_states_is_counted():
+    listed = text_item(
+        "The course requirements cover: coursework, teaching, the qualifying examination and the thesis."
+    )
+    assert ask("How many areas does the course requirement have?", listed).short == "4"
+    stated = text_item("The company had 1,200 employees: engineers, sales staff and support staff.")
+    assert ask("How many employees did the company have?", stated).short == "1,200"

@@ -22,6 +22,7 @@ from hyperfolio.answer.spans import Span, in_format, name_spans, typed_spans
 
 READ_PASSAGES = 6  # best passages a short answer is read from
 NEAR_WORDS = 12  # proximity falls to half this many words away from the question's words
+STATED_COUNT_NEAR = 0.5  # a count within ~6 words of the question's words is the answer, not a list's length
 EXPLAIN_SHARE = 0.4  # an explaining passage may score this share of the best and still be preferred
 _CAUSE = re.compile(
     r"\b(because|due to|owing to|as a result|result(?:s|ed)? (?:in|from)|caused by|leads? to|led to|"
@@ -131,17 +132,38 @@ def yes_no(question: str, passage: Passage) -> str:
     return "No" if negated and not _NEGATION.search(question) else "Yes"
 
 
-def listed(question: str, passage: Passage) -> str:
-    """The items a passage enumerates after its copula or colon ("... include A, B and C")."""
-    text = passage.text
-    cue = _COPULA.search(text)
-    tail = text[cue.end() :] if cue else text
+def enumerated(question: str, passage: Passage) -> list[str]:
+    """The items a passage enumerates after its copula or colon ("... include A, B and C"), one per
+    line or separator; [] when it enumerates fewer than two."""
+    cue = _COPULA.search(passage.text)
+    tail = passage.text[cue.end() :] if cue else passage.text
     items = [i.strip(" .") for i in _LIST_SPLIT.split(tail) if i.strip(" .")]
     items = [i for i in items if len(i.split()) <= 6 and not stated_in(question, Span(i, 0, 0, Kind.TEXT))]
-    if len(items) >= 2:
+    return items if len(items) >= 2 else []
+
+
+def listed(question: str, passage: Passage) -> str:
+    """The items a passage enumerates, else the names it states."""
+    items = enumerated(question, passage)
+    if items:
         return ", ".join(items)
-    names = [s.text for s in name_spans(text) if not stated_in(question, s)]
+    names = [s.text for s in name_spans(passage.text) if not stated_in(question, s)]
     return ", ".join(dict.fromkeys(names))
+
+
+def counted(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """A count the evidence does not state but lists: "how many areas ..." over a passage enumerating
+    them, when no count stands near the question's words (the items are the quote that shows it)."""
+    q_terms = set(terms(question))
+    for passage, score in ranked[:1]:
+        marks = word_marks(passage.text, q_terms)
+        stated = [s for s in typed_spans(passage.text, Kind.COUNT, question) if not stated_in(question, s)]
+        if any(proximity(s, marks) >= STATED_COUNT_NEAR for s in stated):
+            return None
+        items = enumerated(question, passage)
+        if items:
+            return ShortAnswer(str(len(items)), Kind.COUNT, passage, score)
+    return None
 
 
 def phrase_after(question: str, passage: Passage) -> str:
@@ -194,6 +216,8 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     if kind == Kind.LIST:
         items = listed(question, passage)
         return ShortAnswer(items, kind, passage, score) if items else None
+    if kind == Kind.COUNT and (count := counted(question, ranked)) is not None:
+        return count
     if kind == Kind.TEXT:  # a phrase the best passages state about the question's words, or none
         for passage, score in ranked[:2]:
             phrase = phrase_after(question, passage)
