@@ -256,3 +256,10 @@ def test_a_count_the_evidence_lists_but_never_states_is_counted():
     assert ask("How many areas does the course requirement have?", listed).short == "4"
     stated = text_item("The company had 1,200 employees: engineers, sales staff and support staff.")
     assert ask("How many employees did the company have?", stated).short == "1,200"
+
+
+def test_who_did_it_is_the_name_after_done_by():
+    cover = text_item("Version 1.3 Revised May 2016 Produced by: Florida Department of Health 4052 Bald Cypress Way")
+    assert ask("Who produced the document that was revised on May 2016?", cover).short == "Florida Department of Health"
+    signed = text_item("The complaint was verified and signed by Special Agent Jane Roe on May 3, 2018.")
+    assert ask("Which officer verify and signed the complaint?", signed).short.startswith("Special Agent Jane Roe")

@@ -33,6 +33,8 @@ _NEGATION = re.compile(r"\b(not|no|never|none|neither|nor|without|cannot|n't)\b|
 _LIST_SPLIT = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\n|•)\s*")
 _COPULA = re.compile(r"\b(?:is|are|was|were|include[sd]?|including|called|named|:)\s+", re.I)
 _WORD = re.compile(r"\S+")
+# "who produced", "which officer verified and signed": the verb whose agent is asked for
+_WHO_DID = re.compile(r"^\s*(?:who|which\s+\w+)\s+(?:\w+\s+and\s+)?(\w+ed)\b", re.I)
 _WHERE = re.compile(r"^\s*where\b", re.I)
 _PLACE = re.compile(r"^(?:\w+\s+){0,3}?(?:in|at|near|from|on)\s+", re.I)
 _WHICH_NOUN = re.compile(
@@ -197,6 +199,24 @@ def cell_value(question: str, kind: Kind, value: str) -> str:
     return value
 
 
+def agent_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """ "Who produced / signed / approved X?": the name after "produced by" in the best passages that say
+    it ("Produced by: Florida Department of Health")."""
+    asked = _WHO_DID.match(question)
+    if asked is None:
+        return None
+    verb = asked.group(1).lower()
+    for passage, score in ranked:
+        said = re.search(rf"\b{re.escape(verb)}\s+by\s*:?\s*", passage.text, re.I)
+        if said is None:
+            continue
+        after = passage.text[said.end() :]
+        name = next((n for n in name_spans(after) if n.start == 0), None)
+        if name is not None:
+            return ShortAnswer(name.text, Kind.NAME, passage, score)
+    return None
+
+
 def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarray) -> ShortAnswer | None:
     """The short answer to `question` from the scored passages, or None when none holds one."""
     order = [int(i) for i in np.argsort(-scores, kind="stable") if np.isfinite(scores[i])]
@@ -218,6 +238,8 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
         return ShortAnswer(items, kind, passage, score) if items else None
     if kind == Kind.COUNT and (count := counted(question, ranked)) is not None:
         return count
+    if kind in (Kind.NAME, Kind.TEXT) and (agent := agent_named(question, ranked)) is not None:
+        return agent
     if kind == Kind.TEXT:  # a phrase the best passages state about the question's words, or none
         for passage, score in ranked[:2]:
             phrase = phrase_after(question, passage)
