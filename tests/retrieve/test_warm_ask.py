@@ -156,11 +156,12 @@ def cited_titles(col: Collection, question: str, mode: str) -> set[str]:
 def test_warm_answers_see_a_document_added_and_forget_one_removed(fleet_only, mode):
     col, parks = fleet_only
     question = "How many visitors does Vondel Park receive?"
-    assert "Parks report" not in cited_titles(col, question, mode)
+    shown = "Parks of the city"  # the title its first page sets largest (the metadata says "Parks report")
+    assert shown not in cited_titles(col, question, mode)
     assert not col.add([parks]).failed
-    assert "Parks report" in cited_titles(col, question, mode)
+    assert shown in cited_titles(col, question, mode)
     col.remove("parks.pdf")
-    assert "Parks report" not in cited_titles(col, question, mode)
+    assert shown not in cited_titles(col, question, mode)
 
 
 def test_auto_reports_where_its_time_went(fleet_only):

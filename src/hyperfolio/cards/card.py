@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from hyperfolio.cards.cover import Cover
     from hyperfolio.model import Document
+    from hyperfolio.parse.cover import Cover
 
 # A fixed vocabulary, so a ranker's type feature and a question's "10-K" or "slides" mean the same thing.
 DOC_TYPES: tuple[str, ...] = (

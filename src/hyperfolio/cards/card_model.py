@@ -23,7 +23,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hyperfolio.cards.card import DOC_TYPES, DocumentCard
-from hyperfolio.cards.cover import Cover
 from hyperfolio.cards.offline import card_from_cover, document_cover
 from hyperfolio.cards.periods import find_dates
 from hyperfolio.cards.sec import sec_facts
@@ -32,6 +31,7 @@ from hyperfolio.llm.fence import Fence, with_evidence_rule
 from hyperfolio.llm.messages import system_message, user_message
 from hyperfolio.llm.protocols import StructuredChatModel
 from hyperfolio.model import Document
+from hyperfolio.parse.cover import Cover
 from hyperfolio.parse.furniture import is_noise
 from hyperfolio.phrases import clip, one_line
 from hyperfolio.textmatch import fold

@@ -4,9 +4,9 @@ landscape pages of little text, a manual's or brochure's own name for itself."""
 
 from __future__ import annotations
 
-from hyperfolio.cards.cover import Cover
 from hyperfolio.cards.cues import cue
 from hyperfolio.cards.sec import SecFacts
+from hyperfolio.parse.cover import Cover
 
 _SEC_TYPES = {"10-K": "10-K", "10-Q": "10-Q", "8-K": "8-K", "20-F": "annual report", "40-F": "annual report"}
 _EARNINGS = cue(

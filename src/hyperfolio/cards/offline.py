@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from hyperfolio.cards.card import DocumentCard
-from hyperfolio.cards.cover import COVER_PAGES, Cover, cover_from_document, read_cover
+from hyperfolio.cards.cover import read_cover
 from hyperfolio.cards.doctype import doc_type, is_paper
 from hyperfolio.cards.organisation import defined_organisation, issuer
 from hyperfolio.cards.periods import (
@@ -19,10 +19,11 @@ from hyperfolio.cards.periods import (
     year_ended,
 )
 from hyperfolio.cards.sec import SecFacts, sec_facts
-from hyperfolio.cards.title import choose_title, printed_page_title
 from hyperfolio.cards.toc import document_toc
 from hyperfolio.model import Document
+from hyperfolio.parse.cover import COVER_PAGES, Cover, cover_from_document
 from hyperfolio.parse.furniture import is_furniture, is_noise
+from hyperfolio.parse.title import choose_title, printed_page_title
 from hyperfolio.parse.titles import file_title
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "q1": 1, "q2": 2, "q3": 3, "q4": 4}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from hyperfolio.cards.cover import Cover, CoverPage
-from hyperfolio.cards.title import CITATION_HEAD
+from hyperfolio.parse.cover import Cover, CoverPage
 from hyperfolio.parse.furniture import is_furniture, is_noise
+from hyperfolio.parse.title import CITATION_HEAD
 
 _ORG_WORD = re.compile(
     r"\b(?:inc|incorporated|corporation|corp|company|co|ltd|limited|llc|plc|group|holdings|university|"

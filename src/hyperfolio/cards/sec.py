@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hyperfolio.cards.cover import Cover, CoverPage
 from hyperfolio.cards.cues import cue
 from hyperfolio.cards.periods import Date, calendar_quarter, find_dates, fiscal_year_of_end, year_ended
+from hyperfolio.parse.cover import Cover, CoverPage
 
 _FORM = cue(r"\bform\s*(10-?K|10-?Q|8-?K|20-?F|40-?F)(?:/A)?\b")
 _PURPOSE = {

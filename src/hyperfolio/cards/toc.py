@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from hyperfolio.cards.cover import Cover
 from hyperfolio.model import Document
+from hyperfolio.parse.cover import Cover
 
 MAX_ENTRIES = 40
 _MIN_ENTRIES = 5  # fewer "entries" than this and the page is a running "Table of Contents" link

@@ -19,7 +19,7 @@ from hyperfolio.parse.titles import file_title
 from hyperfolio.store.base import STAGE_READY, Store
 
 if TYPE_CHECKING:  # the cover reader imports PyMuPDF: not for whoever only asks
-    from hyperfolio.cards.cover import Cover
+    from hyperfolio.parse.cover import Cover
 
 log = logging.getLogger(__name__)
 SEC_FORMS = frozenset({"10-K", "10-Q", "8-K"})

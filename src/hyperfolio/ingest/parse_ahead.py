@@ -36,7 +36,7 @@ from hyperfolio.parse.unlock import Password, is_encrypted, unlock_file
 from hyperfolio.timing import StageTimes
 
 if TYPE_CHECKING:  # the cover reader imports PyMuPDF: not for whoever only asks
-    from hyperfolio.cards.cover import Cover
+    from hyperfolio.parse.cover import Cover
 
 log = logging.getLogger(__name__)
 

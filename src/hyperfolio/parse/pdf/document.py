@@ -126,9 +126,9 @@ def _document_facts(
 
 
 def _title(pages: list[PageData], metadata: dict[str, Any]) -> str | None:
-    """The document's title by the one title rule, the cover's layout and the file's metadata
-    (`cards.title.pdf_title`; imported here, as cards read the PDF reader's pages)."""
-    from hyperfolio.cards.title import pdf_title
+    """The document's title by the one title rule, the cover's layout and the file's metadata (imported
+    here: the rule reads `parse.pdf.items`, whose package opens with this module)."""
+    from hyperfolio.parse.title import pdf_title
 
     return pdf_title(pages, str(metadata.get("title") or "")) or None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hyperfolio.cards.cover import COVER_PAGES, Cover, CoverLine, CoverPage, cover_from_pdf_pages
+from hyperfolio.parse.cover import COVER_PAGES, Cover, CoverLine, CoverPage, cover_from_pdf_pages
 from hyperfolio.parse.furniture import is_furniture, is_noise
 from hyperfolio.parse.pdf.items import PageData
 from hyperfolio.parse.titles import meaningful_title
