@@ -118,6 +118,7 @@ class PendingVectors:
         are measured in the workers), this process's as WRITER_EMBEDDING, its wait for the workers as
         EMBEDDING_WAIT and the vectors' writes as "vector writes". Returns how many chunks were stored."""
         times = times if times is not None else StageTimes()
+        times.add(EMBEDDING_WAIT, 0.0)  # reported when nothing was waited for too: a zero is a measurement
         done, total = 0, self.total
         left = list(range(len(self.parts)))
         while left:
