@@ -263,3 +263,9 @@ def test_who_did_it_is_the_name_after_done_by():
     assert ask("Who produced the document that was revised on May 2016?", cover).short == "Florida Department of Health"
     signed = text_item("The complaint was verified and signed by Special Agent Jane Roe on May 3, 2018.")
     assert ask("Which officer verify and signed the complaint?", signed).short.startswith("Special Agent Jane Roe")
+
+
+def test_a_list_of_names_is_read_after_the_heading_the_chunk_opens_with():
+    chunk = Chunk(page=1, order=1, modality="text", text="Dataset\nWe use PDTB and RST-DT.", section_path=["Dataset"])
+    answer = ask("What datasets are used?", item(chunk, 1))
+    assert not answer.short.startswith("Dataset") and "PDTB" in answer.short

@@ -137,8 +137,9 @@ def yes_no(question: str, passage: Passage) -> str:
 def enumerated(question: str, passage: Passage) -> list[str]:
     """The items a passage enumerates after its copula or colon ("... include A, B and C"), one per
     line or separator; [] when it enumerates fewer than two."""
-    cue = _COPULA.search(passage.text)
-    tail = passage.text[cue.end() :] if cue else passage.text
+    body = passage.text[passage.lead :]  # the heading a chunk opens with is no item
+    cue = _COPULA.search(body)
+    tail = body[cue.end() :] if cue else body
     items = [i.strip(" .") for i in _LIST_SPLIT.split(tail) if i.strip(" .")]
     items = [i for i in items if len(i.split()) <= 6 and not stated_in(question, Span(i, 0, 0, Kind.TEXT))]
     return items if len(items) >= 2 else []
@@ -149,7 +150,8 @@ def listed(question: str, passage: Passage) -> str:
     items = enumerated(question, passage)
     if items:
         return ", ".join(items)
-    names = [s.text for s in name_spans(passage.text) if not stated_in(question, s)]
+    # Names are read after the heading a chunk opens with ("Dataset" + "We use PDTB" is no "Dataset We").
+    names = [s.text for s in name_spans(passage.text[passage.lead :]) if not stated_in(question, s)]
     return ", ".join(dict.fromkeys(names))
 
 
