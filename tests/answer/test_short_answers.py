@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperfolio.answer.arithmetic import compute, operand_keys, operation_of
+from hyperfolio.answer.arithmetic import comparison, compute, operand_keys, operation_of
 from hyperfolio.answer.expected import Kind, expected_kind
 from hyperfolio.answer.extractive import ExtractiveAnswerer
 from hyperfolio.answer.passages import passages
@@ -269,3 +269,12 @@ def test_a_list_of_names_is_read_after_the_heading_the_chunk_opens_with():
     chunk = Chunk(page=1, order=1, modality="text", text="Dataset\nWe use PDTB and RST-DT.", section_path=["Dataset"])
     answer = ask("What datasets are used?", item(chunk, 1))
     assert not answer.short.startswith("Dataset") and "PDTB" in answer.short
+
+
+def test_which_of_two_is_larger_is_answered_from_their_cited_values():
+    answer = ask("Which region had more revenue, the Baltic or Iberia?", table_item())
+    assert answer.short == "Baltic"
+    assert answer.meta["computation"] == "Baltic: 97.3 > Iberia: 52.0"
+    assert ask("Which region had less revenue, the Baltic or Iberia?", table_item()).short == "Iberia"
+    # a direction, not two things: no comparison
+    assert comparison("Is the rate higher or lower than the global average?") is None

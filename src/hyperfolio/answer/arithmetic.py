@@ -48,6 +48,13 @@ _PAIR = re.compile(
     r"|\b(?:of|for)\s+(?P<e>.+?)\s+(?:and|to)\s+(?P<f>.+?)(?=[?,;]|$)",
     re.I,
 )
+_MORE = re.compile(r"\b(?:more|higher|greater|larger|bigger|most|highest|greatest|largest|biggest)\b", re.I)
+_LESS = re.compile(r"\b(?:less|lower|fewer|smaller|least|lowest|fewest|smallest)\b", re.I)
+# The last "A or B" of a question, A after the clause that asks ("which has more apps, A or B?").
+_ALTERNATIVES = re.compile(
+    r"(?:^|[,?:;]|\bthan\b)\s*(?P<a>[^,?:;]{2,80}?)\s*,?\s+or\s+(?P<b>[^,?:;]{2,80}?)\s*[?.]?\s*$"
+)
+_ALTERNATIVE_OPENING = re.compile(r"^(?:is it|was it|are they|were they|the|either)\s+", re.I)
 NEAR_CHARS = 60  # a sentence's number stands for a key only this close to it
 _SYMBOL = {"difference": "\u2212", "sum": "+", "ratio": "/", "average": "+", "change": "\u2192"}
 
@@ -68,10 +75,14 @@ class Computation:
     operands: tuple[Operand, ...]
     result: float
     unit: str  # "%" when every operand is a percentage, else ""
+    keys: tuple[str, ...] = ()  # what the operands were asked as ("Apple App store", "Google Play store")
 
     def shown(self) -> str:
         """The computation as a reader checks it: "97.3 − 88.1 = 9.2"."""
         texts = [o.text for o in self.operands]
+        if self.operation == "compare":
+            sign = ">" if self.operands[0].value > self.operands[1].value else "<" if texts[0] != texts[1] else "="
+            return f"{self.keys[0]}: {texts[0]} {sign} {self.keys[1]}: {texts[1]}"
         if self.operation == "change":
             return f"({texts[1]} \u2212 {texts[0]}) / {texts[0]} = {self.answer()}"
         if self.operation == "average":
@@ -79,6 +90,8 @@ class Computation:
         return f" {_SYMBOL[self.operation]} ".join(texts) + f" = {self.answer()}"
 
     def answer(self) -> str:
+        if self.operation == "compare":
+            return self.keys[int(self.result)]
         places = max((decimals(o.text) for o in self.operands), default=0)
         if self.operation in {"ratio", "change", "average"}:
             places = max(places, 2)
@@ -198,9 +211,46 @@ def find_operands(
     return found
 
 
+def comparison(question: str) -> tuple[list[str], bool] | None:
+    """The two things a question compares and whether it asks for the larger: "which has more apps,
+    Apple App store or Google Play store?", "was revenue lower in 2023 or 2024?"; None otherwise."""
+    larger = bool(_MORE.search(question))
+    if not larger and not _LESS.search(question):
+        return None
+    years = list(dict.fromkeys(_YEAR.findall(question)))
+    if len(years) == 2 and re.search(rf"{years[0]}\W+or\W+{years[1]}", question):
+        return years, larger
+    pair = _ALTERNATIVES.search(question)
+    if pair is None:
+        return None
+    keys = [_ALTERNATIVE_OPENING.sub("", pair.group(x)).strip(" '\"‘’“”") for x in ("a", "b")]
+    if not all(keys) or any(len(k.split()) > 8 for k in keys):
+        return None
+    around = (keys[0].split()[-1], keys[1].split()[0])
+    if any(_MORE.fullmatch(w) or _LESS.fullmatch(w) for w in around):
+        return None  # "higher or lower than the average" asks a direction, not between two things
+    return keys, larger
+
+
+def _compared(
+    question: str, keys: list[str], larger: bool, items: Sequence[EvidenceItem], candidates: Sequence[Passage]
+) -> Computation | None:
+    """Which of two cited values is the larger (or smaller), answered with the name it was asked by."""
+    operands = find_operands(question, keys, items, candidates)
+    if operands is None or operands[0].passage is operands[1].passage and operands[0].text == operands[1].text:
+        return None
+    if len({value_class(o.text) for o in operands}) > 1 or operands[0].value == operands[1].value:
+        return None
+    first_larger = operands[0].value > operands[1].value
+    winner = 0 if first_larger == larger else 1
+    return Computation("compare", tuple(operands), float(winner), "", tuple(keys))
+
+
 def compute(question: str, items: Sequence[EvidenceItem], candidates: Sequence[Passage]) -> Computation | None:
     """The computation the question asks for, over operands cited from the evidence; None when the
     question asks for none or an operand is not in the evidence."""
+    if operation_of(question) is None and (compared := comparison(question)) is not None:
+        return _compared(question, *compared, items, candidates)
     operation = operation_of(question)
     keys = operand_keys(question)
     if operation is None or len(keys) < 2:
