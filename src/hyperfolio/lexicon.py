@@ -13,3 +13,9 @@ STOPWORDS: frozenset[str] = frozenset(
 QUESTION_WORDS: frozenset[str] = frozenset(
     "according report document page show shows shown give given tell please list".split()
 )
+
+# Words that join: a line ending in one runs on into the next ("THE IMPACTS OF CLIMATE CHANGE ON" /
+# "HUMAN HEALTH"), so it is no heading of its own and a title continues past it.
+JOINING_WORDS: frozenset[str] = frozenset(
+    "a an and as at by for from in into of on or the to with & via vs vs. versus about under toward towards".split()
+)

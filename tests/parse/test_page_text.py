@@ -11,10 +11,10 @@ import pytest
 
 from hyperfolio.cards.offline import card_for_file
 from hyperfolio.parse import parse_file
+from hyperfolio.parse.file_titles import file_title, meaningful_title
 from hyperfolio.parse.ocr import clean_ocr_text
 from hyperfolio.parse.pdf.items import Item
 from hyperfolio.parse.pdf.structure import _heading_candidate, reads_as_heading
-from hyperfolio.parse.titles import file_title, meaningful_title
 
 from .conftest import LOREM, text_png
 

@@ -232,36 +232,46 @@ def comparison(question: str) -> tuple[list[str], bool] | None:
     return keys, larger
 
 
-def _compared(
-    question: str, keys: list[str], larger: bool, items: Sequence[EvidenceItem], candidates: Sequence[Passage]
-) -> Computation | None:
+def _compared(operands: list[Operand], keys: list[str], larger: bool) -> Computation | None:
     """Which of two cited values is the larger (or smaller), answered with the name it was asked by."""
-    operands = find_operands(question, keys, items, candidates)
-    if operands is None or operands[0].passage is operands[1].passage and operands[0].text == operands[1].text:
-        return None
-    if len({value_class(o.text) for o in operands}) > 1 or operands[0].value == operands[1].value:
+    if operands[0].value == operands[1].value:
         return None
     first_larger = operands[0].value > operands[1].value
     winner = 0 if first_larger == larger else 1
     return Computation("compare", tuple(operands), float(winner), "", tuple(keys))
 
 
-def compute(question: str, items: Sequence[EvidenceItem], candidates: Sequence[Passage]) -> Computation | None:
-    """The computation the question asks for, over operands cited from the evidence; None when the
-    question asks for none or an operand is not in the evidence."""
-    if operation_of(question) is None and (compared := comparison(question)) is not None:
-        return _compared(question, *compared, items, candidates)
-    operation = operation_of(question)
-    keys = operand_keys(question)
-    if operation is None or len(keys) < 2:
-        return None
-    if operation in {"difference", "ratio", "change"}:
-        keys = keys[:2]
+def _cited(
+    question: str, keys: Sequence[str], items: Sequence[EvidenceItem], candidates: Sequence[Passage]
+) -> list[Operand] | None:
+    """One cited value per key, each a value of its own and all of one class; None otherwise."""
     operands = find_operands(question, keys, items, candidates)
-    if operands is None or len({(o.label, o.text) for o in operands}) < len(operands):
+    if operands is None:
+        return None
+    stated = {(o.passage.item.chunk.chunk_id, o.passage.text, o.text) for o in operands}
+    if len(stated) < len(operands):
         return None  # one value cannot stand for two operands
     if len({value_class(o.text) for o in operands}) > 1:
         return None  # a percentage and a sum of money, say: not one quantity
+    return operands
+
+
+def compute(question: str, items: Sequence[EvidenceItem], candidates: Sequence[Passage]) -> Computation | None:
+    """The computation the question asks for, over operands cited from the evidence; None when the
+    question asks for none or an operand is not in the evidence."""
+    operation = operation_of(question)
+    keys, larger = operand_keys(question), True
+    if operation is None and (compared := comparison(question)) is not None:
+        operation, (keys, larger) = "compare", compared
+    if operation is None or len(keys) < 2:
+        return None
+    if operation in {"difference", "ratio", "change", "compare"}:
+        keys = keys[:2]
+    operands = _cited(question, keys, items, candidates)
+    if operands is None:
+        return None
+    if operation == "compare":
+        return _compared(operands, keys, larger)
     values = [first_number(o.text) or 0.0 for o in operands]  # as written: "$412.6 million" -> 412.6
     if operation == "difference":
         result = abs(values[0] - values[1])

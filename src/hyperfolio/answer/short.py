@@ -158,16 +158,19 @@ def listed(question: str, passage: Passage) -> str:
 def counted(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
     """A count the evidence does not state but lists: "how many areas ..." over a passage enumerating
     them, when no count stands near the question's words (the items are the quote that shows it)."""
-    q_terms = set(terms(question))
-    for passage, score in ranked[:1]:
-        marks = word_marks(passage.text, q_terms)
-        stated = [s for s in typed_spans(passage.text, Kind.COUNT, question) if not stated_in(question, s)]
-        if any(proximity(s, marks) >= STATED_COUNT_NEAR for s in stated):
-            return None
-        items = enumerated(question, passage)
-        if items:
-            return ShortAnswer(str(len(items)), Kind.COUNT, passage, score)
-    return None
+    passage, score = ranked[0]
+    marks = word_marks(passage.text, set(terms(question)))
+    stated = [s for s in typed_spans(passage.text, Kind.COUNT, question) if not stated_in(question, s)]
+    if any(proximity(s, marks) >= STATED_COUNT_NEAR for s in stated):
+        return None
+    items = enumerated(question, passage)
+    return ShortAnswer(str(len(items)), Kind.COUNT, passage, score) if items else None
+
+
+def opening_name(text: str) -> Span | None:
+    """The name `text` opens with ("Mr. S.V. Shanbhag was ...", "Florida Department of Health 4052 ..."),
+    if it opens with one."""
+    return next((n for n in name_spans(text) if n.start == 0), None)
 
 
 def phrase_after(question: str, passage: Passage) -> str:
@@ -180,7 +183,7 @@ def phrase_after(question: str, passage: Passage) -> str:
             continue
         tail = passage.text[cue.end() :]
         clause = re.split(r"[.;!?](?!\w)|,\s(?:which|while|and|but)\b", tail)[0].strip(" ,")
-        opening = next((n for n in name_spans(tail) if n.start == 0), None)
+        opening = opening_name(tail)
         if opening is not None and len(opening.text) > len(clause):
             clause = opening.text  # "Mr. S.V. Shanbhag" is not cut at its first full stop
         if _WHERE.match(question) and (place := _PLACE.search(clause)):
@@ -212,8 +215,7 @@ def agent_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> Short
         said = re.search(rf"\b{re.escape(verb)}\s+by\s*:?\s*", passage.text, re.I)
         if said is None:
             continue
-        after = passage.text[said.end() :]
-        name = next((n for n in name_spans(after) if n.start == 0), None)
+        name = opening_name(passage.text[said.end() :])
         if name is not None:
             return ShortAnswer(name.text, Kind.NAME, passage, score)
     return None

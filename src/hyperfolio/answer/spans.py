@@ -97,30 +97,35 @@ _REFERENCE = re.compile(r"(?:BIB|TAB|SEC|FIG|EQ)REF\d+|(?:INLINE|DISPLAY)FORM\d+
 _SHOUTED = re.compile(r"[A-Z]{5,}")  # a capitalised word, not an acronym: "GOVERNOR", "SECRETARY"
 
 
+def _trimmed(span: Span, words: list[re.Match[str]], drop) -> Span | None:  # noqa: ANN001 - a predicate
+    """The part of `span` its `words` (matches in `span.text`) cover, less the words at either edge that
+    `drop` refuses; None when none is left."""
+    while words and drop(words[0].group(0)):
+        words = words[1:]
+    while words and drop(words[-1].group(0)):
+        words = words[:-1]
+    if not words:
+        return None
+    start, end = words[0].start(), words[-1].end()
+    text = span.text[start:end].strip(",.;: ")
+    return Span(text, span.start + start, span.start + start + len(text), span.kind) if text else None
+
+
 def _case_parts(span: Span) -> list[Span]:
     """A run of capitalised words split where the lettering changes between capitals and title case: a
-    cover's "Rick Scott GOVERNOR Celeste Philip" names two people and a role, not one name."""
+    cover's "Rick Scott GOVERNOR Celeste Philip" names two people and a role, not one name ("of" left at
+    a part's edge joins nothing)."""
     words = list(re.finditer(r"\S+", span.text))
     shouted = [bool(_SHOUTED.fullmatch(w.group(0).strip(",.;:"))) for w in words]
     if all(shouted) or not any(shouted):
         return [span]
-    parts: list[Span] = []
-    begin = 0
-    for i in range(1, len(words) + 1):
-        if i == len(words) or shouted[i] != shouted[i - 1]:
-            run = words[begin:i]
-            while run and run[0].group(0)[0].islower():  # "of" left at a part's edge joins nothing
-                run.pop(0)
-            while run and run[-1].group(0)[0].islower():
-                run.pop()
-            begin = i
-            if not run:
-                continue
-            start, end = run[0].start(), run[-1].end()
-            text = span.text[start:end].strip(",.;: ")
-            if text:
-                parts.append(Span(text, span.start + start, span.start + start + len(text), Kind.NAME))
-    return parts
+    runs: list[list[re.Match[str]]] = [[words[0]]]
+    for word, before, now in zip(words[1:], shouted[:-1], shouted[1:], strict=True):
+        if now != before:
+            runs.append([])
+        runs[-1].append(word)
+    parts = [_trimmed(span, run, lambda w: w[0].islower()) for run in runs]
+    return [part for part in parts if part is not None]
 
 
 def name_spans(text: str) -> list[Span]:
@@ -141,14 +146,7 @@ def _without_references(span: Span) -> Span | None:
     """The span less the reference markers at its edges ("PDTB BIBREF12" -> "PDTB"); None when nothing
     else is left."""
     words = list(re.finditer(r"\S+", span.text))
-    while words and _REFERENCE.fullmatch(words[0].group(0).strip(",.;:()")):
-        words.pop(0)
-    while words and _REFERENCE.fullmatch(words[-1].group(0).strip(",.;:()")):
-        words.pop()
-    if not words:
-        return None
-    start, end = words[0].start(), words[-1].end()
-    return Span(span.text[start:end], span.start + start, span.start + end, span.kind)
+    return _trimmed(span, words, lambda w: bool(_REFERENCE.fullmatch(w.strip(",.;:()"))))
 
 
 _ASKED_FORMAT = re.compile(r"\b(YYYY-MM-DD|YYYY-MM|MM/DD/YYYY|DD/MM/YYYY)\b", re.I)

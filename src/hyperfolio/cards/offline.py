@@ -22,9 +22,9 @@ from hyperfolio.cards.sec import SecFacts, sec_facts
 from hyperfolio.cards.toc import document_toc
 from hyperfolio.model import Document
 from hyperfolio.parse.cover import COVER_PAGES, Cover, cover_from_document
+from hyperfolio.parse.file_titles import file_title
 from hyperfolio.parse.furniture import is_furniture, is_noise
 from hyperfolio.parse.title import choose_title, printed_page_title
-from hyperfolio.parse.titles import file_title
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "q1": 1, "q2": 2, "q3": 3, "q4": 4}
 _QUARTER = re.compile(

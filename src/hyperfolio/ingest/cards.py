@@ -15,7 +15,7 @@ from hyperfolio.cards.card import Carder, DocumentCard
 from hyperfolio.cards.themes import top_themes
 from hyperfolio.hypergraph.layers import THEME
 from hyperfolio.model import Chunk, Document, DocumentInfo
-from hyperfolio.parse.titles import file_title
+from hyperfolio.parse.file_titles import file_title
 from hyperfolio.store.base import STAGE_READY, Store
 
 if TYPE_CHECKING:  # the cover reader imports PyMuPDF: not for whoever only asks

@@ -18,9 +18,9 @@ from typing import Any
 from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError, UnsupportedFileError
 from hyperfolio.model import Document, Page
+from hyperfolio.parse.file_titles import file_title
 from hyperfolio.parse.guard import parse_errors
 from hyperfolio.parse.limits import cap_page_chars, check_limits, check_pages, check_size
-from hyperfolio.parse.titles import file_title
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Lines of a page that are its furniture or OCR debris, not what it is about: a release date, "About
 Pew Research Center", a court stamp, a page number; "SIUD=)I) GUIDE", doubled shadow text. Neither names
-a document (`cards.title`) nor heads a section (`parse.pdf.structure`)."""
+a document (`parse.title`) nor heads a section (`parse.pdf.structure`)."""
 
 from __future__ import annotations
 

@@ -136,7 +136,8 @@ def legible_token(token: str) -> str:
         return ""
     if core.isalpha() and len(core) == 1 and core not in "aAI":
         return ""
-    start, end = token.find(core), token.find(core) + len(core)
+    start = token.find(core)
+    end = start + len(core)
     lead = token[:start] if token[:start] in ("(", "“", '"', "‘", "$") else ""
     tail = token[end:] if re.fullmatch(r"[)”\"’]?[.,;:!?%]?", token[end:]) else ""
     return f"{lead}{core}{tail}"

@@ -27,7 +27,7 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.model import BBox, Page
 from hyperfolio.parse import office_common as office
 from hyperfolio.parse.chunking import Block, blocks_to_chunks
-from hyperfolio.parse.titles import meaningful_title
+from hyperfolio.parse.file_titles import meaningful_title
 from hyperfolio.parse.tree import clean_heading
 
 if TYPE_CHECKING:

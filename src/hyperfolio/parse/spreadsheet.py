@@ -25,10 +25,10 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
 from hyperfolio.model import Page
 from hyperfolio.parse.chunking import MAX_TABLE_CELLS, blocks_to_chunks
+from hyperfolio.parse.file_titles import meaningful_title
 from hyperfolio.parse.formulas import NotCalculable, Workbook
 from hyperfolio.parse.office_common import check_package, one_line, reading, table_block
 from hyperfolio.parse.text import decode_text
-from hyperfolio.parse.titles import meaningful_title
 
 log = logging.getLogger(__name__)
 

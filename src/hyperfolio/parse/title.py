@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from hyperfolio.lexicon import JOINING_WORDS
 from hyperfolio.parse.cover import COVER_PAGES, Cover, CoverLine, CoverPage, cover_from_pdf_pages
+from hyperfolio.parse.file_titles import meaningful_title
 from hyperfolio.parse.furniture import is_furniture, is_noise
+from hyperfolio.parse.hyphens import join_line
 from hyperfolio.parse.pdf.items import PageData
-from hyperfolio.parse.titles import meaningful_title
 
 STANDOUT = 1.2  # a title's type is at least this much larger than the body's
 _SIMILAR = 0.88  # a neighbouring line this close in size continues the title (authors are a size smaller)
@@ -25,10 +27,6 @@ CITATION_HEAD = re.compile(
 _QUOTED = re.compile(r"[“\"]([^”\"]{8,220})[”\"]")
 # A web page printed from a browser: "6/3/2020 College Board Search Recorded Demonstrations" at the top.
 _PRINT_HEADER = re.compile(r"^\d{1,2}/\d{1,2}/\d{2,4},?\s+(?:\d{1,2}:\d{2}\s*(?:[AP]M)?\s+)?(\S.{5,150})$", re.I)
-_JOINING_WORDS = {
-    "of", "on", "in", "and", "the", "for", "to", "a", "an", "at", "by", "with", "from", "&", "or", "via", "vs",
-    "vs.", "versus", "into", "about", "under", "toward", "towards",
-}  # fmt: skip
 
 
 def _candidates(page: CoverPage) -> list[CoverLine]:
@@ -52,18 +50,15 @@ def _joins(upper: CoverLine, lower: CoverLine, top: float) -> bool:
         return True
     first, last = lower.text.split()[0].lower(), upper.text.split()[-1].lower()
     open_end = upper.text.endswith("-") or upper.text.count("(") > upper.text.count(")")
-    return size >= _CONTINUED * top and (first in _JOINING_WORDS or last in _JOINING_WORDS or open_end)
+    return size >= _CONTINUED * top and (first in JOINING_WORDS or last in JOINING_WORDS or open_end)
 
 
 def join_lines(lines: Sequence[CoverLine]) -> str:
-    """Title lines as one string; a word broken by a hyphen at a line end is mended ("AB-" "STRACTION")."""
+    """Title lines as one string; a word broken by a hyphen at a line end is mended ("AB-" "STRACTION"),
+    a compound keeps its hyphen (`parse.hyphens`)."""
     text = ""
     for line in lines:
-        piece = " ".join(line.text.split())
-        if text.endswith("-") and text[-2:-1].isalpha() and piece[:1].isalpha():
-            text = text[:-1] + piece
-        else:
-            text = f"{text} {piece}".strip()
+        text = join_line(text, " ".join(line.text.split()), capitals_break=True)
     return text.strip(" ,;:")
 
 

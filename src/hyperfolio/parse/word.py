@@ -25,7 +25,7 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.model import Page
 from hyperfolio.parse import office_common as office
 from hyperfolio.parse.chunking import Block, paginate
-from hyperfolio.parse.titles import meaningful_title
+from hyperfolio.parse.file_titles import meaningful_title
 from hyperfolio.parse.tree import SectionTracker, clean_heading
 
 if TYPE_CHECKING:

@@ -3,7 +3,6 @@ a title and the file's metadata."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from hyperfolio.parse.chunking import Block, blocks_to_chunks
 from hyperfolio.parse.pdf.items import Item, PageData, PdfPart
 from hyperfolio.parse.pdf.opening import ends_with_eof, open_pdf
 from hyperfolio.parse.pdf.structure import (
+    NUMBERED_HEADING,
     assign_font_headings,
     body_size,
     mark_furniture,
@@ -22,9 +22,6 @@ from hyperfolio.parse.pdf.structure import (
 )
 from hyperfolio.parse.tree import SectionTracker
 
-_NUMBERED_HEADING = re.compile(  # "3.1 ", "A.2 ", "(b) ", "IV. ": a heading of its own
-    r"\(?(?:\d+(?:\.\d+)*[.):]?|[A-Za-z](?:\.\d+)+|[A-Za-z][.)]|[ivxlcIVXLC]+[.)])\s"
-)
 Events = dict[int, list[tuple[int, int, str]]]  # page -> [(item index, level, title)] from the outline
 
 
@@ -45,7 +42,7 @@ def _continues(upper: Item, lower: Item) -> bool:
     initial question" are two headings)."""
     gap = lower.bbox[1] - upper.bbox[3]
     overlap = min(upper.bbox[2], lower.bbox[2]) - max(upper.bbox[0], lower.bbox[0])
-    numbered = _NUMBERED_HEADING.match(upper.text) or _NUMBERED_HEADING.match(lower.text)
+    numbered = NUMBERED_HEADING.match(upper.text) or NUMBERED_HEADING.match(lower.text)
     ended = upper.text.rstrip().endswith((":", "?", "!", "."))
     tight = -2.0 <= gap <= 0.5 * max(upper.size, lower.size)
     return upper.level == lower.level and tight and overlap > 0 and not numbered and not ended

@@ -8,14 +8,16 @@ from collections import Counter
 
 import pymupdf
 
+from hyperfolio.lexicon import JOINING_WORDS
 from hyperfolio.parse.furniture import is_furniture, is_noise
 from hyperfolio.parse.pdf.items import CAPTION_RE, Item, PageData
 from hyperfolio.parse.tree import clean_heading, heading_key, level_for, rank_levels
 
 _CAMEL = re.compile(r"[a-z][A-Z]|[a-z]-[A-Z]")  # "iPhone", "e-Commerce": lower-case openings of names
-_NUMBERED = re.compile(r"(?:[ivxlc]+|[a-z])[.)]\s")  # "iii) Board Meetings", "b. Results": numbered headings
+NUMBERED_HEADING = re.compile(  # "3.1 ", "A.2 ", "(b) ", "iii) ", "IV. ": a heading by its number
+    r"\(?(?:\d+(?:\.\d+)*[.):]?|[A-Za-z](?:\.\d+)+|[A-Za-z][.)]|[ivxlcIVXLC]+[.)])\s"
+)
 _BULLETS = "●•▪■◦‣–—-*>"
-_JOINING = frozenset("a an and as at by for from in into of on or the to with".split())
 _AFFILIATED = re.compile(r"[A-Za-z][0-9∗*†‡][0-9,∗*†‡]*(?=\s|$)")  # an author's name with its affiliation marks
 _PAGE_REFERENCE = re.compile(r"[A-Za-z)][\s.…]+(?:\d{1,4}|[ivxlc]{1,6})$")  # a contents line's page number
 _MIN_WIDTH_PER_CHAR = 0.15  # of the type size: real text runs 0.4-0.6 em a character, condensed type 0.3
@@ -91,10 +93,10 @@ def reads_as_heading(text: str) -> bool:
     if not words:
         return False
     first = text[0]
-    if first.islower() and not _CAMEL.match(text) and not _NUMBERED.match(text) or first in _BULLETS:
+    if first.islower() and not _CAMEL.match(text) and not NUMBERED_HEADING.match(text) or first in _BULLETS:
         return False
     last = words[-1].lower()
-    if last in _JOINING or text.endswith((",", ";", "-")) or (text.count(",") >= 2 and len(text.split()) > 8):
+    if last in JOINING_WORDS or text.endswith((",", ";", "-")) or (text.count(",") >= 2 and len(text.split()) > 8):
         return False
     if len(_AFFILIATED.findall(text)) >= 2:
         return False

@@ -11,6 +11,7 @@ from typing import Any
 import pymupdf
 
 from hyperfolio.config import ParseOptions
+from hyperfolio.parse.hyphens import join_line
 from hyperfolio.parse.ocr import ocr_image, ocr_textpage, tesseract_available
 from hyperfolio.parse.pdf.items import TEXT_FLAGS, Item
 
@@ -41,62 +42,19 @@ def _line_text(line: dict[str, Any]) -> str:
     return out
 
 
-_LAST_WORD = re.compile(r"\S*$")
-_FIRST_WORD = re.compile(r"[\w'’]+")
 _WHOLE_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
-# First elements of English compounds a line may break after ("self-|driving", "long-|term"); not "pre",
-# "over", "under", which break syllables ("pre-|cise", "under-|standing") as often.
-_COMPOUND_HEADS = frozenset(
-    """self well long short high low full half part time data user real open multi cross state large small
-    world year first second third life hand fast slow ill best top end all one two three four five six seven
-    eight nine ten twenty thirty forty fifty sixty seventy eighty ninety hundred non anti post mid semi
-    left right front back side face case rule task fine free work home day week month zero few
-    """.split()
-)
-# ... and last elements ("stock-|based", "domain-|specific").
-_COMPOUND_TAILS = frozenset(
-    """based related driven specific aware enabled oriented focused owned led free like wide level scale
-    term shot making friendly sized known designated insured augmented leaning dependent intensive
-    """.split()
-)
 
 
 def _join_lines(lines: list[str], written: frozenset[str] = frozenset()) -> str:
-    """Lines of one paragraph into one string, undoing end-of-line hyphenation only where the joined word
-    is likelier than the hyphenated one (`_hyphen_is_written`): "informa-|tion" joins, "four-in-|ten",
-    "well-|known" and "Franco-|German" keep their hyphen. `written`: the page's words as it spells them."""
+    """Lines of one paragraph into one string, a line-end hyphen kept or undone by `parse.hyphens`
+    ("informa-|tion" joins, "four-in-|ten", "well-|known", "Franco-|German" keep theirs). `written`: the
+    page's words as it spells them."""
     out = ""
     for line in lines:
         line = line.strip()
-        if not line:
-            continue
-        if out.endswith("-") and len(out) > 1 and out[-2].isalnum() and line[:1].isalnum():
-            before = _LAST_WORD.search(out[:-1])
-            head = before.group(0) if before is not None else ""
-            tail = _FIRST_WORD.match(line)
-            joined_hyphen = _hyphen_is_written(head, tail.group(0) if tail else "", written)
-            out = out + line if joined_hyphen else out[:-1] + line
-        elif out:
-            out += " " + line
-        else:
-            out = line
+        if line:
+            out = join_line(out, line, written)
     return out
-
-
-def _hyphen_is_written(head: str, tail: str, written: frozenset[str]) -> bool:
-    """Whether the hyphen at a line's end belongs to the words ("well-known") rather than breaking one
-    ("inter-national"): the page's own spelling decides where it shows one; else a hyphen before a capital
-    or digit, inside a compound already hyphenated ("four-in-|ten"), or beside a word compounds are made
-    of ("self-", "long-", "-based") is written; any other is a break. On 1,314 line-break hyphens of the dev
-    PDFs whose word the rest of the document spells: 85 % read right, joining every one 58 %."""
-    head_word, tail_word = head.lower().strip("(\"'“‘"), tail.lower().strip(".,;:)\"'”’")
-    if f"{head_word}-{tail_word}" in written:
-        return True
-    if f"{head_word}{tail_word}" in written:
-        return False
-    if not tail[:1].islower() or "-" in head:
-        return True
-    return head_word.split("-")[-1] in _COMPOUND_HEADS or tail_word in _COMPOUND_TAILS
 
 
 def _line_style(line: dict[str, Any], ocr: bool) -> _Line | None:
@@ -160,12 +118,14 @@ def _segment(group: list[_Line], ocr: bool, written: frozenset[str] = frozenset(
 
 def _page_spellings(text_dict: dict[str, Any]) -> frozenset[str]:
     """The words a page writes whole within its lines, lower-cased ("long-term", "cooperation"): how it
-    spells a word decides how a line-break hyphen in that word is read."""
+    spells a word decides how a line-break hyphen in that word is read. Empty when no line breaks on one."""
+    texts = [_line_text(line) for block in text_dict.get("blocks", []) for line in block.get("lines", [])]
+    if not any(text.rstrip().endswith("-") for text in texts):
+        return frozenset()
     words: set[str] = set()
-    for block in text_dict.get("blocks", []):
-        for line in block.get("lines", []):
-            text = "".join(span.get("text", "") for span in line.get("spans", []))
-            words.update(w.lower() for w in _WHOLE_WORD.findall(text[:-1] if text.rstrip().endswith("-") else text))
+    for text in texts:
+        text = text.rstrip()
+        words.update(w.lower() for w in _WHOLE_WORD.findall(text[:-1] if text.endswith("-") else text))
     return frozenset(words)
 
 

@@ -1,6 +1,6 @@
 """A document's title from what its file says of itself: the metadata (document-properties) title when
 it reads as one, else the file's name made readable. The cover's layout comes first where there is one
-(`cards.title`)."""
+(`parse.title`)."""
 
 from __future__ import annotations
 
