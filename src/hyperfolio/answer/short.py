@@ -36,6 +36,7 @@ _WORD = re.compile(r"\S+")
 # "who produced", "which officer verified and signed": the verb whose agent is asked for
 _WHO_DID = re.compile(r"^\s*(?:who|which\s+\w+)\s+(?:\w+\s+and\s+)?(\w+ed)\b", re.I)
 _WHERE = re.compile(r"^\s*where\b", re.I)
+_HOW_MANY = re.compile(r"\bhow (?:many|much)\s+([^\W\d_]+)(?:\s+([^\W\d_]+))?", re.I)
 _PLACE = re.compile(r"^(?:\w+\s+){0,3}?(?:in|at|near|from|on)\s+", re.I)
 _WHICH_NOUN = re.compile(
     r"\b(which|what)\s+(?!(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|about)\b)\w+", re.I
@@ -92,9 +93,31 @@ def names_asked(span: Span, question_terms: set[str]) -> bool:
     return any(len(term) >= 4 and term in spelled for term in question_terms)
 
 
+def asked_unit(question: str) -> set[str]:
+    """What "how many / how much" counts, as terms: "how many square miles does" -> {square, mile}."""
+    asked = _HOW_MANY.search(question)
+    if asked is None:
+        return set()
+    unit: list[str] = []
+    for word in (w for w in asked.groups() if w):
+        said = terms(word)
+        if not said:  # "how many are", "how many more": a stop word ends what is counted
+            break
+        unit += said
+    return set(unit)
+
+
+def counts_unit(span: Span, text: str, unit: set[str]) -> bool:
+    """Whether the words right after a number are what the question counts ("538 square miles")."""
+    return bool(unit) and bool(set(terms(text[span.end : span.end + 40])[:2]) & unit)
+
+
 def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]) -> tuple[Span, Passage, float] | None:
-    """The best-scoring span of `kind` across the ranked passages."""
+    """The best-scoring span of `kind` across the ranked passages; a span said beside what the question
+    names it by (an e-mail spelling the asked name, a number before what "how many" counts) scores as
+    if nearer than any word of the question."""
     q_terms = set(terms(question))
+    unit = asked_unit(question) if kind in NUMERIC else set()
     best: tuple[Span, Passage, float] | None = None
     for passage, score in ranked:
         # A name would run on from the heading into the sentence ("Harbours Kestrel Harbour"): names are
@@ -105,7 +128,7 @@ def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]
             if stated_in(question, span):
                 continue
             marks = marks if marks is not None else word_marks(body, q_terms)
-            near = 1.5 if names_asked(span, q_terms) else proximity(span, marks)  # above any proximity
+            near = 1.5 if names_asked(span, q_terms) or counts_unit(span, body, unit) else proximity(span, marks)
             total = score * (0.6 + 0.4 * near)
             if best is None or total > best[2]:
                 best = (span, passage, total)

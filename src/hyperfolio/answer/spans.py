@@ -23,7 +23,7 @@ _DATE = re.compile(
 )
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 _NUMBER = re.compile(
-    r"(?<![\w.,/-])(?P<sign>[-−–]\s?)?(?P<cur>[$€£¥]|US\$|USD\s|EUR\s|GBP\s)?\s?"
+    r"(?<![\w.,/-])(?<![.,;:!?][\"\u201d\u2019])(?P<sign>[-−–]\s?)?(?P<cur>[$€£¥]|US\$|USD\s|EUR\s|GBP\s)?\s?"
     r"(?P<num>\d{1,3}(?:,\d{2})+,\d{3}(?:\.\d+)?|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:\s?(?P<unit>%|percent\b|per cent\b|percentage points?\b|pp\b|thousand\b|million\b|mn\b|billion\b|bn\b|"
     r"trillion\b|[kmb]\b))?(?![\w/])",

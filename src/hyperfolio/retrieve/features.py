@@ -40,6 +40,7 @@ from hyperfolio.retrieve.graph_paths import (
     store_scope,
     theme_keyword_edges,
 )
+from hyperfolio.retrieve.named_pages import asked_pages, named_in
 from hyperfolio.retrieve.rankings import Ranking, bm25_ranking, dense_ranking, query_vector, reciprocal_rank_fusion
 from hyperfolio.retrieve.word_sets import Asked, PageKey, chunk_words, page_words
 from hyperfolio.store.base import CHUNK_SPACE
@@ -258,9 +259,6 @@ def _layout_features(
         matrix[i, col["first_chunk"]] = float(chunk.order == 0)
 
 
-_PAGE_NAMED = re.compile(r"\b(?:page|slide|p\.)\s*(\d{1,4})\b", re.IGNORECASE)
-
-
 def _page_text_features(
     matrix: np.ndarray, chunks: list[Chunk], question: str, asked: Asked, ctx: RetrievalContext
 ) -> tuple[dict[PageKey, str], dict[str, float]]:
@@ -276,15 +274,14 @@ def _page_text_features(
     df = {w: sum(probe in words for words in packed.values()) for w, probe in probes}
     idf = {w: math.log((len(keys) + 1) / (df[w] + 0.5)) for w in asked.words}
     total = sum(idf.values()) or 1.0
-    named = {int(n) for n in _PAGE_NAMED.findall(question)}
+    named = asked_pages(question)
     for i, chunk in enumerate(chunks):
         key = (chunk.doc_id, chunk.page)
         words = packed.get(key, " ")
         matrix[i, col["page_cover"]] = asked.share(words)
         matrix[i, col["page_idf_cover"]] = sum(idf[w] for w in asked.held(words)) / total
         matrix[i, col["page_bigram"]] = asked.pair_share(pages[key].words) if key in pages else 0.0
-        label = str(chunk.meta.get("page_label", ""))
-        matrix[i, col["page_named"]] = float(chunk.page in named or (label.isdigit() and int(label) in named))
+        matrix[i, col["page_named"]] = float(named_in(named, chunk.page, str(chunk.meta.get("page_label", ""))))
     return packed, idf
 
 

@@ -11,6 +11,7 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.errors import ParseError
 from hyperfolio.model import Modality, Page
 from hyperfolio.parse.chunking import Block, blocks_to_chunks
+from hyperfolio.parse.pdf.folios import label_folios
 from hyperfolio.parse.pdf.items import Item, PageData, PdfPart
 from hyperfolio.parse.pdf.opening import ends_with_eof, open_pdf
 from hyperfolio.parse.pdf.structure import (
@@ -136,6 +137,7 @@ def assemble_pdf(
     """Pass 2 over all pages, in order: furniture, headings, sections, chunks, title, metadata."""
     pages = sorted((p for part in parts for p in part.pages), key=lambda p: p.number)
     metadata, events, damaged = _document_facts(path, data, parts, pages)
+    label_folios(pages)
     mark_furniture(pages)
     body = body_size(pages)
     if events is None:

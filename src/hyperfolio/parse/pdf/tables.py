@@ -1,9 +1,11 @@
-"""Tables on a PDF page: found only where ruling lines could form a grid (detection is slow), cells
-rebuilt from the page's words, header rows recognised, grids that are not tables dropped."""
+"""Tables on a PDF page: grids found only where ruling lines could form one (detection is slow), tables
+ruled only across (`rule_tables.py`), cells rebuilt from the page's words, header rows recognised, grids
+that are not tables dropped."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pymupdf
@@ -12,6 +14,7 @@ from hyperfolio.config import ParseOptions
 from hyperfolio.model import BBox
 from hyperfolio.parse.chunking import Block, table_text
 from hyperfolio.parse.pdf.items import CAPTION_RE, TEXT_FLAGS, Item, center_inside, log
+from hyperfolio.parse.pdf.rule_tables import ruled_tables
 from hyperfolio.parse.pdf.text import is_bold
 
 _NUMBER = re.compile(r"[-+−–(]?\s*[$€£¥]?\s*\d[\d,.'’\s]*(?:%|‰|[kKmMbB]n?)?\)?\*?")
@@ -144,9 +147,32 @@ def find_tables(
     options: ParseOptions,
     text_dict: dict[str, Any] | None = None,
 ) -> list[Item]:
-    """Detected tables with cells; only on pages whose drawings could form a grid (find_tables is slow)."""
-    if not options.tables or not _may_hold_table(drawings):
+    """Detected tables with cells: grids of ruling lines (only on pages whose drawings could form one:
+    find_tables is slow), then tables ruled only across (`rule_tables.py`)."""
+    if not options.tables:
         return []
+    words: list[tuple[Any, ...]] | None = None
+
+    def read_words() -> list[tuple[Any, ...]]:
+        nonlocal words
+        words = words if words is not None else page.get_text("words", flags=TEXT_FLAGS, sort=True)
+        return words
+
+    items = _grid_tables(page, options, text_dict, read_words) if _may_hold_table(drawings) else []
+    for found in ruled_tables(drawings, read_words, page.rect.height, [i.bbox for i in items]):
+        if _is_grid_of_values(found.rows):
+            block = Block(modality="table", text="", table=found.rows, table_header_rows=found.header_rows)
+            items.append(Item(kind="table", bbox=found.bbox, block=block))
+    return items
+
+
+def _grid_tables(
+    page: pymupdf.Page,
+    options: ParseOptions,
+    text_dict: dict[str, Any] | None,
+    read_words: Callable[[], list[tuple[Any, ...]]],
+) -> list[Item]:
+    """Tables PyMuPDF's line finder sees in the page's ruling lines."""
     try:
         # PyMuPDF 2 gates its line-based finder by an ONNX layout model by default: ~0.6 s a page on
         # two cores, most of the indexing time. The ruling gate above does that job cheaply.
@@ -155,7 +181,7 @@ def find_tables(
         log.warning("page %d: table detection failed: %s", page.number + 1, exc)
         return []
     items = []
-    words = page.get_text("words", flags=TEXT_FLAGS, sort=True) if found.tables else []
+    words = read_words() if found.tables else []
     spans = [
         (tuple(span["bbox"]), is_bold(span))
         for block in (text_dict or {}).get("blocks", [])
