@@ -126,6 +126,23 @@ def test_difference_of_two_cited_cells_is_computed_and_shown():
     assert answer.meta["computation"] == "168.4 \u2212 97.3 = 71.1"
 
 
+METHODS = [
+    ["Method", "TimeQA", "TQA Easy", "SituatedQA"],
+    ["PaLM-2L", "41.5%", "42.6%", "54.3% (0.3%)"],
+    ["PaLM-2L + RAG", "57.4%", "67.8%", "59.3% (0.4%)"],
+    ["PaLM-2L + Step-Back + RAG (ours)", "68.7%", "75.2%", "61% (0.4%)"],
+]
+
+
+def test_a_difference_between_two_rows_named_with_digits_in_the_column_the_question_shares():
+    table = Chunk(page=6, order=0, modality="table", text="...", table=METHODS, table_header_rows=1)
+    answer = ask("How much higher is the accuracy of PaLM-2L + RAG compared to PaLM-2L on TimeQA?", item(table, 1))
+    assert answer.short == "15.9%"
+    assert "57.4% \u2212 41.5% = 15.9%" in answer.text
+    situated = ask("How much higher is the accuracy of PaLM-2L + RAG compared to PaLM-2L on SituatedQA?", item(table, 1))
+    assert situated.short == "5.0%"  # cells with a spread in brackets are numbers too
+
+
 def test_sum_ratio_and_change():
     assert ask("What is the sum of revenue of Baltic and Iberia?", table_item()).short == "149.3"
     assert ask("What is the ratio of the North Sea capacity to the Baltic capacity?", table_item()).short == "1.65"

@@ -90,6 +90,14 @@ def test_spanning_header_cells_name_every_column_below_them():
     ]
 
 
+def test_the_row_whose_key_the_question_says_most_of_is_the_one_asked(embedder):
+    methods = [["Method", "Physics"], ["PaLM-2L", "66.4%"], ["PaLM-2L + Step-Back (ours)", "73.2%"], ["GPT-4", "70.3%"]]
+    table = Chunk(page=5, order=0, modality="table", text="...", table=methods, table_header_rows=1)
+    cell = table_cell("What score did PaLM-2L + Step-Back achieve in Physics?", item(table, 1))
+    assert cell is not None and cell.value == "73.2%"
+    assert table_cell("What score did PaLM-2L achieve in Physics?", item(table, 1)).value == "66.4%"
+
+
 def test_a_row_and_a_column_in_the_question_name_one_cell(embedder):
     table = Chunk(page=4, order=0, modality="table", text="...", table=QUARTERS, table_header_rows=2)
     cell = table_cell("What was the organic growth of Latin America in Q1 2023?", item(table, 1))

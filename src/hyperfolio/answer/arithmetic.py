@@ -44,7 +44,8 @@ _OPERATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _PAIR = re.compile(
     r"\b(?:between|from)\s+(?P<a>.+?)\s+(?:and|to)\s+(?P<b>.+?)(?=[?,;]|\s+(?:in|on|for|at|of|compared)\b|$)"
-    r"|(?P<c>[\w .&'-]+?)\s+(?:compared (?:to|with)|versus|vs\.?|than)\s+(?P<d>[\w .&'-]+?)(?=[?,;]|$)"
+    r"|(?P<c>[\w .&'+/-]+?)\s+(?:compared (?:to|with)|versus|vs\.?|than)\s+(?P<d>[\w .&'+/-]+?)"
+    r"(?=[?,;]|\s+(?:in|on|for|at|during|across)\s|$)"
     r"|\b(?:of|for)\s+(?P<e>.+?)\s+(?:and|to)\s+(?P<f>.+?)(?=[?,;]|$)",
     re.I,
 )
@@ -291,5 +292,5 @@ def compute(question: str, items: Sequence[EvidenceItem], candidates: Sequence[P
         if first == 0:
             return None
         result = (second - first) / abs(first) * 100
-    unit = "%" if all(o.text.strip().endswith("%") for o in operands) else ""
+    unit = "%" if all(value_class(o.text) == Kind.PERCENT for o in operands) else ""
     return Computation(operation, tuple(operands), result, unit)

@@ -15,7 +15,12 @@ from hyperfolio.phrases import first_number, sentences
 
 _STOP = STOPWORDS | QUESTION_WORDS
 _TOKEN = re.compile(r"[^\W_]+(?:[.,][0-9]+)*%?")  # letters of any script, digits
-_NUMBER = re.compile(r"^[^\d-]*(-?\d[\d,]*(?:\.\d+)?)\s*%?[^\d]*$")
+# A cell that is a number: a currency or sign before it, a unit after it, a spread in brackets ("73.2%
+# (1.9%)"); never a name with a digit in it ("PaLM-2L + RAG", "Q1 2023").
+_NUMBER = re.compile(
+    r"^\s*(?:[$€£¥(\[+−–]|US\$|USD|EUR|GBP|INR|Rs\.?|\s)*(-?\d[\d,]*(?:\.\d+)?)\s*%?"
+    r"(?:\s*\(\s*[±+−-]?\s*\d[\d,.]*\s*%?\s*\))?[^\d]*$"
+)
 
 
 def cell_number(cell: str) -> float | None:

@@ -36,6 +36,7 @@ _WORD = re.compile(r"\S+")
 # "who produced", "which officer verified and signed": the verb whose agent is asked for
 _WHO_DID = re.compile(r"^\s*(?:who|which\s+\w+)\s+(?:\w+\s+and\s+)?(\w+ed)\b", re.I)
 _WHERE = re.compile(r"^\s*where\b", re.I)
+_TYPE_OF = re.compile(r"\bwhat (?:type|kind|sort) of ([^\W\d_]+)", re.I)
 _HOW_MANY = re.compile(r"\bhow (?:many|much)\s+([^\W\d_]+)(?:\s+([^\W\d_]+))?", re.I)
 _PLACE = re.compile(r"^(?:\w+\s+){0,3}?(?:in|at|near|from|on)\s+", re.I)
 _WHICH_NOUN = re.compile(
@@ -244,6 +245,24 @@ def agent_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> Short
     return None
 
 
+def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """ "What type of court ...?": the capitalised words the best passages set before that noun
+    ("SUPERIOR COURT", "District Court"), the noun included, as a name answers."""
+    asked = _TYPE_OF.search(question)
+    if asked is None:
+        return None
+    noun = re.escape(asked.group(1))
+    named = re.compile(rf"\b((?:[A-Z][\w'\u2019-]*\s+){{1,3}})(?i:{noun})\b")
+    for passage, score in ranked:
+        for found in named.finditer(passage.text[passage.lead :]):
+            words = found.group(0).split()
+            while len(words) > 1 and not terms(words[0]):  # "The Court": no type said
+                words = words[1:]
+            if len(words) > 1:
+                return ShortAnswer(" ".join(words), Kind.NAME, passage, score)
+    return None
+
+
 def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarray) -> ShortAnswer | None:
     """The short answer to `question` from the scored passages, or None when none holds one."""
     order = [int(i) for i in np.argsort(-scores, kind="stable") if np.isfinite(scores[i])]
@@ -265,7 +284,7 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
         return ShortAnswer(items, kind, passage, score) if items else None
     if kind == Kind.COUNT and (count := counted(question, ranked)) is not None:
         return count
-    if kind in (Kind.NAME, Kind.TEXT) and (agent := agent_named(question, ranked)) is not None:
+    if kind in (Kind.NAME, Kind.TEXT) and (agent := agent_named(question, ranked) or type_named(question, ranked)):
         return agent
     if kind == Kind.TEXT:  # a phrase the best passages state about the question's words, or none
         for passage, score in ranked[:2]:

@@ -149,7 +149,7 @@ def _without_references(span: Span) -> Span | None:
     return _trimmed(span, words, lambda w: bool(_REFERENCE.fullmatch(w.strip(",.;:()"))))
 
 
-_ASKED_FORMAT = re.compile(r"\b(YYYY-MM-DD|YYYY-MM|MM/DD/YYYY|DD/MM/YYYY)\b", re.I)
+ASKED_FORMAT = re.compile(r"\b(YYYY-MM-DD|YYYY-MM|MM/DD/YYYY|DD/MM/YYYY)\b", re.I)
 _DATE_FORMATS = ("%B %d %Y", "%b %d %Y", "%d %B %Y", "%d %b %Y", "%B %Y", "%b %Y", "%Y-%m-%d", "%m/%d/%Y", "%m/%d/%y")
 _STRFTIME = {"yyyy-mm-dd": "%Y-%m-%d", "yyyy-mm": "%Y-%m", "mm/dd/yyyy": "%m/%d/%Y", "dd/mm/yyyy": "%d/%m/%Y"}
 
@@ -171,7 +171,7 @@ def in_format(question: str, span: Span) -> str:
     question names ("Format your answer as YYYY-MM-DD"); anything else as written."""
     if span.kind == Kind.COUNT and span.value is not None and span.text.lower() in _WORDS:
         return str(int(span.value))
-    asked = _ASKED_FORMAT.search(question)
+    asked = ASKED_FORMAT.search(question)
     if span.kind == Kind.DATE and asked and (date := parsed_date(span.text)) is not None:
         return date.strftime(_STRFTIME[asked.group(1).lower()])
     return span.text

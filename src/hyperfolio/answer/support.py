@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from hyperfolio.answer.passages import Passage, terms
+from hyperfolio.answer.spans import ASKED_FORMAT
 from hyperfolio.phrases import find_phrases
 
 ANCHOR_KINDS = frozenset({"name", "acronym", "quantity", "year"})
@@ -51,8 +52,8 @@ def anchor_phrases(question: str) -> list[tuple[str, set[str]]]:
     for phrase in find_phrases(question):
         if phrase.kind not in ANCHOR_KINDS or _LOCATOR.search(question[: phrase.start]):
             continue
-        if phrase.text in _CURRENCY_CODES:
-            continue  # "in USD" says how to answer, not what about
+        if phrase.text in _CURRENCY_CODES or ASKED_FORMAT.fullmatch(phrase.text):
+            continue  # "in USD", "as YYYY-MM-DD" say how to answer, not what about
         words = set(terms(_POSSESSIVE.sub("", phrase.text)))
         if words:
             found.append((phrase.text, words))

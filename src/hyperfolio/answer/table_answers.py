@@ -8,6 +8,7 @@ import re
 from hyperfolio.answer.passages import Passage, cell_number, terms
 from hyperfolio.model import EvidenceItem
 
+KEY_WORD_BONUS = 0.25  # a row key's score for each word of the question it says beyond the first
 _MAX_WORDS = re.compile(r"\b(highest|largest|most|biggest|greatest|maximum|max|top|best|leading)\b", re.I)
 _MIN_WORDS = re.compile(r"\b(lowest|smallest|least|fewest|minimum|min|worst)\b", re.I)
 
@@ -89,8 +90,10 @@ def table_cell(question: str, item: EvidenceItem) -> Passage | None:
             col_match = len(q_terms & col_terms) / len(col_terms) if col_terms else 0.0
             if col_match == 0:
                 continue
+            # The share of the key the question says, and each further word it says: "PaLM-2L + Step-Back"
+            # names the row "PaLM-2L + Step-Back (ours)", not the row "PaLM-2L" inside it.
             keys = [
-                (len(q_terms & found) / len(found), k)
+                (len(q_terms & found) / len(found) + KEY_WORD_BONUS * (len(q_terms & found) - 1), k)
                 for k, found in enumerate(cell_terms[r])
                 if k != col and found and q_terms & found
             ]
