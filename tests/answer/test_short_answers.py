@@ -139,7 +139,8 @@ def test_a_difference_between_two_rows_named_with_digits_in_the_column_the_quest
     answer = ask("How much higher is the accuracy of PaLM-2L + RAG compared to PaLM-2L on TimeQA?", item(table, 1))
     assert answer.short == "15.9%"
     assert "57.4% \u2212 41.5% = 15.9%" in answer.text
-    situated = ask("How much higher is the accuracy of PaLM-2L + RAG compared to PaLM-2L on SituatedQA?", item(table, 1))
+    question = "How much higher is the accuracy of PaLM-2L + RAG compared to PaLM-2L on SituatedQA?"
+    situated = ask(question, item(table, 1))
     assert situated.short == "5.0%"  # cells with a spread in brackets are numbers too
 
 
