@@ -105,7 +105,7 @@ def find_phrases(text: str, known_names: set[str] | frozenset[str] = frozenset()
         value = _clean_capitalised(m.group(0))
         if not value or value.lower() in STOPWORDS or value.lower() in _WEAK_CAPITALS:
             continue
-        start = m.start() + m.group(0).find(value)
+        start = m.start() + max(0, m.group(0).find(value.split()[0]))  # the value's spaces may be cleaned
         sentence_start = start == 0 or text[max(0, start - 2) : start].strip() in {"", ".", "!", "?", ":", "•"}
         if sentence_start and " " not in value and not value.isupper() and value not in known_names:
             continue  # a lone capitalised word opening a sentence is usually just a word

@@ -296,3 +296,35 @@ def test_which_of_two_is_larger_is_answered_from_their_cited_values():
     assert ask("Which region had less revenue, the Baltic or Iberia?", table_item()).short == "Iberia"
     # a direction, not two things: no comparison
     assert comparison("Is the rate higher or lower than the global average?") is None
+
+
+def test_an_entry_is_looked_up_by_the_code_beside_it():
+    catalogue = text_item(
+        "EPS Geographic Market Name Code\nArkansas (AR)\n1. Little Rock AR01 2. Northern Arkansas AR02\n"
+        "Texas (TX)\n1. Amarillo, Panhandle, and South Plains TX01 2. El Paso TX02"
+    )
+    assert ask("What's the geographic market name for EPS Code AR01?", catalogue).short == "Little Rock"
+    assert ask("Which market has the code TX02?", catalogue).short == "El Paso"
+    assert ask("Which market has the code TX09?", catalogue).short != "El Paso"  # no entry is borrowed
+
+
+def test_what_type_of_a_thing_is_read_before_its_noun():
+    cover = text_item("CANADA PROVINCE OF QUEBEC DISTRICT OF MONTREAL SUPERIOR COURT (Class Action) No: 500-06")
+    assert ask("What type of court is noted on the cover page?", cover).short == "SUPERIOR COURT"
+    assert ask("What type of court heard it?", text_item("The Court dismissed the motion.")).short != "The Court"
+
+
+def test_a_name_run_over_a_line_break_is_found_where_it_stands():
+    from hyperfolio.phrases import find_phrases
+
+    text = "Senior Scientist, National Climate Assessment\nBrian Duggan, Lead Coordinator"
+    for phrase in find_phrases(text):
+        assert text[phrase.start : phrase.start + len(phrase.text)].split() == phrase.text.split()
+    assert [s.start for s in name_spans(text)][:2] == [0, text.index("National")]
+
+
+def test_a_cover_line_that_ends_on_its_cue_is_followed_into_the_next_chunk():
+    cue = Chunk(page=2, order=0, modality="text", text="Version 1.3\nRevised May 2016\nProduced by:")
+    name = Chunk(page=2, order=1, modality="text", text="Florida Department of Health")
+    answer = ask("Who produced the document that was revised on May 2016?", item(cue, 1), item(name, 2))
+    assert answer.short == "Florida Department of Health"

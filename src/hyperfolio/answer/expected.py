@@ -79,7 +79,8 @@ _RULES: tuple[tuple[Kind, re.Pattern[str]], ...] = (
         Kind.NAME,
         re.compile(
             r"^\s*(who|whom|whose)\b|\bwhat (is|was) (the )?(name|title)\b|\bwhich (company|companies|"
-            r"person|organi[sz]ation|country|city|state|model|method|dataset|team|author|firm|bank|product|brand)\b",
+            r"person|individual|officer|official|organi[sz]ation|country|city|state|model|method|dataset|team|author|"
+            r"firm|bank|product|brand)\b",
             re.I,
         ),
     ),

@@ -36,6 +36,11 @@ _WORD = re.compile(r"\S+")
 # "who produced", "which officer verified and signed": the verb whose agent is asked for
 _WHO_DID = re.compile(r"^\s*(?:who|which\s+\w+)\s+(?:\w+\s+and\s+)?(\w+ed)\b", re.I)
 _WHERE = re.compile(r"^\s*where\b", re.I)
+# A code a question looks an entry up by ("EPS Code AR01", "course GS5002"): capitals and digits together.
+_KEY_CODE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,}\b")
+# What parts entries of a list or a catalogue: a line, a list number, another code, a separator.
+_ENTRY_EDGE = re.compile(r"\n|(?:^|\s)\d{1,3}[.)]\s|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,}\b|[;|•]")
+ENTRY_WORDS = 8  # an entry longer than this is a sentence, not a catalogue's name
 _TYPE_OF = re.compile(r"\bwhat (?:type|kind|sort) of ([^\W\d_]+)", re.I)
 _HOW_MANY = re.compile(r"\bhow (?:many|much)\s+([^\W\d_]+)(?:\s+([^\W\d_]+))?", re.I)
 _PLACE = re.compile(r"^(?:\w+\s+){0,3}?(?:in|at|near|from|on)\s+", re.I)
@@ -228,9 +233,12 @@ def cell_value(question: str, kind: Kind, value: str) -> str:
     return value
 
 
-def agent_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+def agent_named(
+    question: str, ranked: Sequence[tuple[Passage, float]], every: Sequence[Passage] = ()
+) -> ShortAnswer | None:
     """ "Who produced / signed / approved X?": the name after "produced by" in the best passages that say
-    it ("Produced by: Florida Department of Health")."""
+    it ("Produced by: Florida Department of Health"); a cue that ends its passage (a cover's "Produced
+    by:" line) is followed into the passage after it (`every`: all passages, in reading order)."""
     asked = _WHO_DID.match(question)
     if asked is None:
         return None
@@ -239,27 +247,62 @@ def agent_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> Short
         said = re.search(rf"\b{re.escape(verb)}\s+by\s*:?\s*", passage.text, re.I)
         if said is None:
             continue
-        name = opening_name(passage.text[said.end() :])
+        rest = passage.text[said.end() :]
+        if not rest.strip():
+            after = following(passage, every)
+            passage, rest = (after, after.text) if after is not None else (passage, rest)
+        name = opening_name(rest)
         if name is not None:
             return ShortAnswer(name.text, Kind.NAME, passage, score)
     return None
 
 
+def following(passage: Passage, every: Sequence[Passage]) -> Passage | None:
+    """The passage read right after `passage`: its chunk's next sentence, else the first of the next chunk
+    on its page."""
+    position = next((i for i, p in enumerate(every) if p is passage), None)
+    if position is not None and position + 1 < len(every) and every[position + 1].item is passage.item:
+        return every[position + 1]
+    chunk = passage.item.chunk
+    return next(
+        (p for p in every if p.item.chunk.doc_id == chunk.doc_id and p.item.chunk.page == chunk.page
+         and p.item.chunk.order == chunk.order + 1),
+        None,
+    )  # fmt: skip
+
+
+def keyed_entry(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """ "What's the market name for code AR01?": the entry a catalogue lists beside that code ("1. Little
+    Rock AR01 2. Northern Arkansas AR02" -> "Little Rock"), read back to the list number, line or code
+    before it, else on to the next."""
+    codes = _KEY_CODE.findall(question)
+    if len(codes) != 1:
+        return None
+    for passage, score in ranked:
+        text = passage.text
+        for at in re.finditer(rf"\b{re.escape(codes[0])}\b", text):
+            edges = list(_ENTRY_EDGE.finditer(text[: at.start()]))
+            before = text[edges[-1].end() if edges else 0 : at.start()].strip(" :-\u2013,.")
+            after_edge = _ENTRY_EDGE.search(text, at.end())
+            after = text[at.end() : after_edge.start() if after_edge else len(text)].strip(" :-\u2013,.")
+            for entry in (before, after):
+                if entry and len(entry.split()) <= ENTRY_WORDS and re.search(r"[^\W\d_]", entry):
+                    return ShortAnswer(entry, Kind.TEXT, passage, score)
+    return None
+
+
 def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
-    """ "What type of court ...?": the capitalised words the best passages set before that noun
-    ("SUPERIOR COURT", "District Court"), the noun included, as a name answers."""
+    """ "What type of court ...?": the capitalised word the best passages set before that noun, the noun
+    included ("SUPERIOR COURT", "District Court": a place before them is where, not what type)."""
     asked = _TYPE_OF.search(question)
     if asked is None:
         return None
     noun = re.escape(asked.group(1))
-    named = re.compile(rf"\b((?:[A-Z][\w'\u2019-]*\s+){{1,3}})(?i:{noun})\b")
+    named = re.compile(rf"\b([A-Z][\w'\u2019-]*\s+)(?i:{noun})\b")
     for passage, score in ranked:
         for found in named.finditer(passage.text[passage.lead :]):
-            words = found.group(0).split()
-            while len(words) > 1 and not terms(words[0]):  # "The Court": no type said
-                words = words[1:]
-            if len(words) > 1:
-                return ShortAnswer(" ".join(words), Kind.NAME, passage, score)
+            if terms(found.group(1)):  # "The Court": no type said
+                return ShortAnswer(" ".join(found.group(0).split()), Kind.NAME, passage, score)
     return None
 
 
@@ -284,8 +327,11 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
         return ShortAnswer(items, kind, passage, score) if items else None
     if kind == Kind.COUNT and (count := counted(question, ranked)) is not None:
         return count
-    if kind in (Kind.NAME, Kind.TEXT) and (agent := agent_named(question, ranked) or type_named(question, ranked)):
-        return agent
+    if kind in (Kind.NAME, Kind.TEXT):
+        found = agent_named(question, ranked, candidates) or type_named(question, ranked)
+        found = found or keyed_entry(question, ranked)
+        if found is not None:
+            return found
     if kind == Kind.TEXT:  # a phrase the best passages state about the question's words, or none
         for passage, score in ranked[:2]:
             phrase = phrase_after(question, passage)
