@@ -328,10 +328,9 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     if kind == Kind.COUNT and (count := counted(question, ranked)) is not None:
         return count
     if kind in (Kind.NAME, Kind.TEXT):
-        found = agent_named(question, ranked, candidates) or type_named(question, ranked)
-        found = found or keyed_entry(question, ranked)
-        if found is not None:
-            return found
+        named = agent_named(question, ranked, candidates) or type_named(question, ranked)
+        if (named := named or keyed_entry(question, ranked)) is not None:
+            return named
     if kind == Kind.TEXT:  # a phrase the best passages state about the question's words, or none
         for passage, score in ranked[:2]:
             phrase = phrase_after(question, passage)
