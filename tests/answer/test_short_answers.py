@@ -328,3 +328,20 @@ def test_a_cover_line_that_ends_on_its_cue_is_followed_into_the_next_chunk():
     name = Chunk(page=2, order=1, modality="text", text="Florida Department of Health")
     answer = ask("Who produced the document that was revised on May 2016?", item(cue, 1), item(name, 2))
     assert answer.short == "Florida Department of Health"
+
+
+def test_one_of_two_alternatives_is_the_one_the_evidence_says():
+    said = text_item("As you work, look to the right of the screen for instant feedback on the share of students.")
+    question = "On the left or right side of the screen can you find the share of students? Answer 'left' or 'right'."
+    assert ask(question, said).short == "right"
+    both = text_item("Menus are on the left of the screen and feedback on the right of the screen.")
+    assert ask(question, both).short not in {"left", "right"}
+
+
+def test_a_company_named_in_capitals_with_its_form_of_company():
+    caption = text_item(
+        "AARON GILMER, an individual, LIBERTARIAN PARTY OF GEORGIA, INC., a Georgia nonprofit corporation, "
+        "Plaintiffs-Appellants, versus SECRETARY OF STATE FOR THE STATE OF GEORGIA, Defendant-Appellee."
+    )
+    assert ask("What company is a plaintiff?", caption).short == "LIBERTARIAN PARTY OF GEORGIA, INC"
+    assert [s.text for s in name_spans("Bank of America and Apple Inc. reported")] == ["Bank of America", "Apple Inc"]

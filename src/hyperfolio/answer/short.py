@@ -18,7 +18,7 @@ import numpy as np
 
 from hyperfolio.answer.expected import NUMERIC, Kind, core_question, expected_kind
 from hyperfolio.answer.passages import Passage, terms
-from hyperfolio.answer.spans import Span, in_format, name_spans, typed_spans
+from hyperfolio.answer.spans import CORPORATE, Span, in_format, name_spans, typed_spans
 
 READ_PASSAGES = 6  # best passages a short answer is read from
 NEAR_WORDS = 12  # proximity falls to half this many words away from the question's words
@@ -41,6 +41,8 @@ _KEY_CODE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,}\b")
 # What parts entries of a list or a catalogue: a line, a list number, another code, a separator.
 _ENTRY_EDGE = re.compile(r"\n|(?:^|\s)\d{1,3}[.)]\s|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,}\b|[;|•]")
 ENTRY_WORDS = 8  # an entry longer than this is a sentence, not a catalogue's name
+_ASKS_COMPANY = re.compile(r"\b(?:compan(?:y|ies)|firms?|corporations?|business(?:es)?)\b", re.I)
+_LABEL_ABBREVIATIONS = {"no.": "number", "nos.": "numbers", "#": "number", "tel.": "telephone", "ph.": "phone"}
 _TYPE_OF = re.compile(r"\bwhat (?:type|kind|sort) of ([^\W\d_]+)", re.I)
 _HOW_MANY = re.compile(r"\bhow (?:many|much)\s+([^\W\d_]+)(?:\s+([^\W\d_]+))?", re.I)
 _PLACE = re.compile(r"^(?:\w+\s+){0,3}?(?:in|at|near|from|on)\s+", re.I)
@@ -65,8 +67,11 @@ def _folded(text: str) -> str:
 
 def word_marks(text: str, question_terms: set[str]) -> list[tuple[int, bool]]:
     """(start offset, shares a term with the question) of each word of a passage: read once a passage,
-    whatever number of spans it holds."""
-    return [(m.start(), bool(set(terms(m.group(0))) & question_terms)) for m in _WORD.finditer(text)]
+    whatever number of spans it holds. A label's abbreviation ("No. 21-13199", "Tel.") is its word."""
+    return [
+        (m.start(), bool(set(terms(_LABEL_ABBREVIATIONS.get(m.group(0).lower(), m.group(0)))) & question_terms))
+        for m in _WORD.finditer(text)
+    ]
 
 
 def proximity(span: Span, marks: list[tuple[int, bool]]) -> float:
@@ -124,6 +129,7 @@ def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]
     if nearer than any word of the question."""
     q_terms = set(terms(question))
     unit = asked_unit(question) if kind in NUMERIC else set()
+    company = kind == Kind.NAME and bool(_ASKS_COMPANY.search(question))
     best: tuple[Span, Passage, float] | None = None
     for passage, score in ranked:
         # A name would run on from the heading into the sentence ("Harbours Kestrel Harbour"): names are
@@ -134,7 +140,8 @@ def best_span(question: str, kind: Kind, ranked: Sequence[tuple[Passage, float]]
             if stated_in(question, span):
                 continue
             marks = marks if marks is not None else word_marks(body, q_terms)
-            near = 1.5 if names_asked(span, q_terms) or counts_unit(span, body, unit) else proximity(span, marks)
+            beside = names_asked(span, q_terms) or counts_unit(span, body, unit)
+            near = 1.5 if beside or company and CORPORATE.search(span.text) else proximity(span, marks)
             total = score * (0.6 + 0.4 * near)
             if best is None or total > best[2]:
                 best = (span, passage, total)
@@ -291,6 +298,26 @@ def keyed_entry(question: str, ranked: Sequence[tuple[Passage, float]]) -> Short
     return None
 
 
+_EITHER = re.compile(r"\b([^\W\d_]{2,})['\u2019\"]?\s+or\s+['\u2018\"]?([^\W\d_]{2,})\b")
+# "Answer 'left' or 'right'": the question says its answer is one of two, whatever else it asks about.
+_QUOTE = "['\"\u2018\u2019\u201c\u201d]"
+_QUOTED_EITHER = re.compile(rf"{_QUOTE}[^\W\d_][\w ]*{_QUOTE}\s+or\s+{_QUOTE}[^\W\d_][\w ]*{_QUOTE}")
+
+
+def one_of_two(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """ "On the left or right side of the screen ...?": the one of two alternatives the best passage
+    says, when it says only that one."""
+    for pair in _EITHER.finditer(question):
+        options = [pair.group(1), pair.group(2)]
+        if any(not terms(o) for o in options):
+            continue  # "whether or not", "more or less" offer no two things
+        passage, score = ranked[0]
+        said = [o for o in options if re.search(rf"\b{re.escape(o)}\b", passage.text, re.I)]
+        if len(said) == 1:
+            return ShortAnswer(said[0], Kind.TEXT, passage, score)
+    return None
+
+
 def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
     """ "What type of court ...?": the capitalised word the best passages set before that noun, the noun
     included ("SUPERIOR COURT", "District Court": a place before them is where, not what type)."""
@@ -317,6 +344,8 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     passage, score = ranked[0]
     if passage.value and (value := cell_value(asked, kind, passage.value)):  # a cell read off a table first
         return ShortAnswer(value, kind, passage, score)
+    if _QUOTED_EITHER.search(asked) and (either := one_of_two(asked, ranked)) is not None:
+        return either
     if kind == Kind.EXPLANATION:
         found, found_score = explanation(ranked, candidates)
         return ShortAnswer(found.text, kind, found, found_score)
@@ -329,7 +358,7 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
         return count
     if kind in (Kind.NAME, Kind.TEXT):
         named = agent_named(question, ranked, candidates) or type_named(question, ranked)
-        if (named := named or keyed_entry(question, ranked)) is not None:
+        if (named := named or keyed_entry(question, ranked) or one_of_two(question, ranked)) is not None:
             return named
     if kind == Kind.TEXT:  # a phrase the best passages state about the question's words, or none
         for passage, score in ranked[:2]:

@@ -139,7 +139,51 @@ def name_spans(text: str) -> list[Span]:
         for part in _case_parts(Span(p.text, p.start, p.start + len(p.text), Kind.NAME))
     ]
     inside = [s for s in others if not any(t.start <= s.start < t.end for t in titled)]
-    return sorted((kept for s in titled + inside if (kept := _without_references(s))), key=lambda s: s.start)
+    found = sorted((kept for s in titled + inside if (kept := _without_references(s))), key=lambda s: s.start)
+    return _incorporated(_joined(found, text), text)
+
+
+_JOINER = re.compile(r"\s+(?:(?:of|&|for|the|de|du|van|von)\s+)?", re.I)
+CORPORATE = re.compile(  # the form of company that ends a company's name
+    r",?\s*(?:Inc|Incorporated|LLC|L\.L\.C|Ltd|Limited|Corp|Corporation|Company|Co|PLC|LLP|GmbH|AG|S\.A|N\.V)"
+    r"\b\.?",
+    re.I,
+)
+
+
+def _shouted(span: Span) -> bool:
+    return all(_SHOUTED.fullmatch(w) or len(w) < 5 and w.isupper() for w in span.text.split())
+
+
+def _joined(spans: list[Span], text: str) -> list[Span]:
+    """Neighbouring names of one lettering joined across a space or a joining word: a cover in capitals
+    reads "LIBERTARIAN PARTY" "OF" "GEORGIA" as words, the name is all of them (a role in capitals beside
+    a name in title case stays apart: "Rick Scott" "GOVERNOR"; so does the next titled name, "Mr. ...")."""
+    out: list[Span] = []
+    for span in spans:
+        last = out[-1] if out else None
+        gap = text[last.end : span.start] if last else ""
+        fits = not _TITLED.match(span.text) and _shouted(last) == _shouted(span) if last else False
+        if last and gap and _JOINER.fullmatch(gap) and fits:
+            out[-1] = Span(text[last.start : span.end], last.start, span.end, Kind.NAME)
+        else:
+            out.append(span)
+    return out
+
+
+def _incorporated(spans: list[Span], text: str) -> list[Span]:
+    """A company's name with the form of company after it ("Acme, Inc.", "LIBERTARIAN PARTY OF GEORGIA,
+    INC"): the suffix is part of the name, not a name of its own."""
+    out: list[Span] = []
+    for span in spans:
+        if out and span.start < out[-1].end:
+            continue  # the suffix taken into the name before it
+        suffix = CORPORATE.match(text, span.end)
+        if suffix and not CORPORATE.fullmatch(span.text):
+            end = suffix.end() - (1 if text[suffix.end() - 1] == "." else 0)
+            span = Span(text[span.start : end], span.start, end, Kind.NAME)
+        out.append(span)
+    return out
 
 
 def _without_references(span: Span) -> Span | None:
