@@ -345,3 +345,11 @@ def test_a_company_named_in_capitals_with_its_form_of_company():
     )
     assert ask("What company is a plaintiff?", caption).short == "LIBERTARIAN PARTY OF GEORGIA, INC"
     assert [s.text for s in name_spans("Bank of America and Apple Inc. reported")] == ["Bank of America", "Apple Inc"]
+
+
+def test_a_numbered_range_counts_what_it_numbers():
+    areas = text_item("Greater San Antonio: 13 and 14 Greater Houston: 15 through 18 Greater Dallas: 19 through 24")
+    assert ask("How many geographic markets in Greater Houston, Texas?", areas).short == "4"
+    assert ask("How many geographic markets in Greater Dallas?", areas).short == "6"
+    years = text_item("Sales grew every year from 2001 to 2005, to 31 stores.")
+    assert ask("How many stores were there?", years).short == "31"  # years are no range of items

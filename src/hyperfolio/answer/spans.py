@@ -75,10 +75,25 @@ def number_spans(text: str) -> list[Span]:
             kind = Kind.COUNT
         else:
             kind = Kind.NUMBER
-        found.append(Span(m.group(0).strip(), m.start(), m.end(), kind, value, currency or unit))
+        start = m.start() + len(m.group(0)) - len(m.group(0).lstrip())  # the number, not the space before it
+        found.append(Span(m.group(0).strip(), start, m.end(), kind, value, currency or unit))
     for m in _NUMBER_WORD.finditer(text):
         found.append(Span(m.group(0), m.start(), m.end(), Kind.COUNT, float(_WORDS[m.group(0).lower()])))
     return sorted(found, key=lambda s: s.start)
+
+
+_RANGE = re.compile(r"(?<![\w.,/-])(\d{1,3})\s*(?:through|thru|to|\u2013|\u2014|-)\s*(\d{1,3})(?![\w.,%/])")
+MAX_RANGE = 200  # a numbered range longer than this is a span of values, not of items
+
+
+def range_spans(text: str) -> list[Span]:
+    """Numbered ranges as the count of what they number: "markets 15 through 18" are 4 markets."""
+    found = []
+    for m in _RANGE.finditer(text):
+        first, last = int(m.group(1)), int(m.group(2))
+        if 0 < last - first <= MAX_RANGE:
+            found.append(Span(str(last - first + 1), m.start(), m.end(), Kind.COUNT, float(last - first + 1)))
+    return found
 
 
 def date_spans(text: str) -> list[Span]:
@@ -252,7 +267,8 @@ def typed_spans(text: str, kind: Kind, question: str = "") -> list[Span]:
     if kind == Kind.NAME:
         return name_spans(text)
     if kind == Kind.COUNT:
-        return [s for s in number_spans(text) if s.kind in {Kind.COUNT, Kind.NUMBER}]
+        numbers = [s for s in number_spans(text) if s.kind in {Kind.COUNT, Kind.NUMBER}]
+        return sorted(range_spans(text) + numbers, key=lambda s: (s.start, -s.end))  # a range before its ends
     if kind == Kind.PERCENT:
         return [s for s in number_spans(text) if s.kind == Kind.PERCENT]
     if kind == Kind.MONEY:
