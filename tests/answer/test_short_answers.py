@@ -353,3 +353,9 @@ def test_a_numbered_range_counts_what_it_numbers():
     assert ask("How many geographic markets in Greater Dallas?", areas).short == "6"
     years = text_item("Sales grew every year from 2001 to 2005, to 31 stores.")
     assert ask("How many stores were there?", years).short == "31"  # years are no range of items
+
+
+def test_a_numbered_part_is_named_by_the_title_its_heading_gives():
+    heading = text_item("o Submit findings to Class Blog\nUNIT 14: Using Financial Information and Accounting")
+    assert ask("what's the topic of UNIT 14?", heading).short == "Using Financial Information and Accounting"
+    assert ask("what's the topic of UNIT 15?", heading).short != "Using Financial Information and Accounting"

@@ -211,11 +211,13 @@ def opening_name(text: str) -> Span | None:
 
 def phrase_after(question: str, passage: Passage) -> str:
     """A text answer: the phrase after the copula that follows the question's words in the passage
-    ("The capital of X is Y." answers "What is the capital of X?"), at most twelve words."""
+    ("The capital of X is Y." answers "What is the capital of X?"), at most twelve words. A number the
+    question names ("UNIT 15") must stand before the cue: "UNIT 14: ..." says nothing about unit 15."""
     q_terms = set(terms(question))
+    q_numbers = set(re.findall(r"\d+", question))
     for cue in _COPULA.finditer(passage.text):
         before = set(terms(passage.text[: cue.start()]))
-        if not before & q_terms:
+        if not before & q_terms or q_numbers and not q_numbers & set(re.findall(r"\d+", passage.text[: cue.start()])):
             continue
         tail = passage.text[cue.end() :]
         clause = re.split(r"[.;!?](?!\w)|,\s(?:which|while|and|but)\b", tail)[0].strip(" ,")
@@ -318,6 +320,35 @@ def one_of_two(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortA
     return None
 
 
+_NUMBERED_PART = re.compile(
+    r"\b(unit|chapter|section|module|lesson|week|part|appendix|article|phase|stage|quarter|semester)"
+    r"\s*[-#]?\s*(\d{1,3}|[IVX]{1,5})\b",
+    re.I,
+)
+TITLE_WORDS = 12  # a part's title longer than this is a sentence about it
+
+
+def part_title(
+    question: str, ranked: Sequence[tuple[Passage, float]], every: Sequence[Passage] = ()
+) -> ShortAnswer | None:
+    """ "What's the topic of UNIT 14?": the title a heading gives after the part's number and a colon or
+    dash ("UNIT 14: Using Financial Information and Accounting"), in the best passages, else in any of the
+    evidence (the heading is precise, the words around it need not match)."""
+    asked = _NUMBERED_PART.search(question)
+    if asked is None:
+        return None
+    heading = re.compile(rf"\b{asked.group(1)}\s*[-#]?\s*{asked.group(2)}\s*[:\u2013\u2014-]\s*(.+)", re.I)
+    floor = ranked[-1][1] if ranked else 0.0
+    for passage, score in [*ranked, *((p, floor) for p in every)]:
+        found = heading.search(passage.text)
+        if found is None:
+            continue
+        title = re.split(r"(?<=[a-z])\.\s|\s[\u2022•]\s|\n", found.group(1))[0].strip(" .")
+        if title and len(title.split()) <= TITLE_WORDS:
+            return ShortAnswer(title, Kind.TEXT, passage, score)
+    return None
+
+
 def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
     """ "What type of court ...?": the capitalised word the best passages set before that noun, the noun
     included ("SUPERIOR COURT", "District Court": a place before them is where, not what type)."""
@@ -358,7 +389,8 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
         return count
     if kind in (Kind.NAME, Kind.TEXT):
         named = agent_named(question, ranked, candidates) or type_named(question, ranked)
-        if (named := named or keyed_entry(question, ranked) or one_of_two(question, ranked)) is not None:
+        named = named or keyed_entry(question, ranked) or part_title(question, ranked, candidates)
+        if (named := named or one_of_two(question, ranked)) is not None:
             return named
     if kind == Kind.TEXT:  # a phrase the best passages state about the question's words, or none
         for passage, score in ranked[:2]:
