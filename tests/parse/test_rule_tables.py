@@ -1,5 +1,5 @@
 """Tables ruled only across (booktabs, as papers set them) become tables with a header and cells, and a
-chart's axis rules do not."""
+chart's axis rules do not; rows a grid stacks in one of its rows are read as rows."""
 
 from __future__ import annotations
 
@@ -56,3 +56,36 @@ def test_rules_around_a_chart_are_no_table(tmp_path):
     parsed = parse_file(_booktabs(tmp_path / "paper.pdf", with_chart=True), None)
     tables = [c for c in parsed.pages[0].chunks if c.modality == "table"]
     assert len(tables) == 1 and tables[0].table[0] == list(ROWS[0])
+
+
+def _stacked(path: Path) -> Path:
+    """A grid ruled around its columns and under its header only: the three directors' rows stand in one
+    grid row, as annual reports set them."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    left, right, top, header, bottom = 72, 472, 100, 130, 200
+    columns = (72, 222, 322, 472)
+    for y in (top, header, bottom):
+        page.draw_line((left, y), (right, y))
+    for x in columns:
+        page.draw_line((x, top), (x, bottom))
+    for x, name in zip(columns, ("Director", "Meetings attended", "Other boards"), strict=False):
+        page.insert_text((x + 4, top + 18), name, fontsize=9)
+    rows = [("Mr. R.A. Shah", "7", "14"), ("Mr. S.V. Shanbhag", "7", "5"), ("Mr. C.M. Maniar", "5", "11")]
+    for i, row in enumerate(rows):
+        for x, cell in zip(columns, row, strict=False):
+            page.insert_text((x + 4, header + 16 + 14 * i), cell, fontsize=9)
+    doc.save(path)
+    return path
+
+
+def test_rows_stacked_in_one_grid_row_are_read_as_rows(tmp_path):
+    parsed = parse_file(_stacked(tmp_path / "board.pdf"), None)
+    tables = [c for c in parsed.pages[0].chunks if c.modality == "table"]
+    assert len(tables) == 1
+    assert tables[0].table == [
+        ["Director", "Meetings attended", "Other boards"],
+        ["Mr. R.A. Shah", "7", "14"],
+        ["Mr. S.V. Shanbhag", "7", "5"],
+        ["Mr. C.M. Maniar", "5", "11"],
+    ]

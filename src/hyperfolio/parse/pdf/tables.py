@@ -54,20 +54,46 @@ def _clean_table(rows: list[list[str | None]]) -> list[list[str]]:
     return [[r[j] for j in keep] for r in cells]
 
 
+LINE_GAP = 2.5  # points: words whose middles are this close stand on one line of a cell
+
+
+def _cell_lines(cell: Any, words: list[tuple[Any, ...]]) -> list[tuple[float, str]]:
+    """A cell's text as lines (top y, words), from the page's words inside it."""
+    x0, y0, x1, y1 = cell
+    inside = [w for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
+    lines: list[list[tuple[Any, ...]]] = []
+    for w in sorted(inside, key=lambda w: ((w[1] + w[3]) / 2, w[0])):
+        if lines and abs((lines[-1][0][1] + lines[-1][0][3]) / 2 - (w[1] + w[3]) / 2) <= LINE_GAP:
+            lines[-1].append(w)
+        else:
+            lines.append([w])
+    return [(line[0][1], " ".join(w[4] for w in sorted(line, key=lambda w: w[0]))) for line in lines]
+
+
+def _unstacked(cells: list[list[tuple[float, str]] | None]) -> list[list[str | None]]:
+    """One grid row that holds several table rows stacked (no rule between them, so the line finder saw
+    one row: nine directors' names in one cell, their nine counts in the next) as those rows. A row
+    starts at each line of the first cell that lines of most of the other filled cells (two at least)
+    start beside; a line that starts no row (a wrapped cell) joins the row above it."""
+    first = cells[0] or []
+    others = [c for c in cells[1:] if c]
+    starts = [y for y, _ in first if sum(any(abs(y - oy) <= LINE_GAP for oy, _ in c) for c in others) > len(others) / 2]
+    if len(starts) < 2 or len(others) < 2:
+        return [[None if c is None else " ".join(t for _, t in c) for c in cells]]
+    rows: list[list[str | None]] = [[None if c is None else "" for c in cells] for _ in starts]
+    for j, cell in enumerate(cells):
+        for y, text in cell or []:
+            at = max((i for i, start in enumerate(starts) if start <= y + LINE_GAP), default=0)
+            rows[at][j] = f"{rows[at][j] or ''} {text}".strip()
+    return rows
+
+
 def _cell_texts(table: Any, words: list[tuple[Any, ...]]) -> list[list[str | None]]:
-    """Cell strings rebuilt from the page's words: keeps spaces and decimal points that
-    PyMuPDF's own table text sometimes loses."""
+    """Cell strings rebuilt from the page's words: keeps spaces and decimal points that PyMuPDF's own
+    table text sometimes loses, and parts rows stacked in one grid row."""
     rows: list[list[str | None]] = []
     for row in table.rows:
-        out: list[str | None] = []
-        for cell in row.cells:
-            if cell is None:
-                out.append(None)
-                continue
-            x0, y0, x1, y1 = cell
-            inside = [w for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
-            out.append(" ".join(w[4] for w in inside))
-        rows.append(out)
+        rows += _unstacked([None if cell is None else _cell_lines(cell, words) for cell in row.cells])
     return rows
 
 
