@@ -359,3 +359,23 @@ def test_a_numbered_part_is_named_by_the_title_its_heading_gives():
     heading = text_item("o Submit findings to Class Blog\nUNIT 14: Using Financial Information and Accounting")
     assert ask("what's the topic of UNIT 14?", heading).short == "Using Financial Information and Accounting"
     assert ask("what's the topic of UNIT 15?", heading).short != "Using Financial Information and Accounting"
+
+
+BOARD = [
+    ["Director", "Category", "No. of Board Meetings attended", "Other boards"],
+    ["Mr. R.A. Shah", "Non-Executive & Independent", "7", "14"],
+    ["Mr. K.K. Modi", "Executive", "6", "11"],
+    ["Mr. S.V. Shanbhag", "Executive", "7", "5"],
+    ["Mr. C.M. Maniar", "Non-Executive & Independent", "5", "11"],
+]
+
+
+def test_a_threshold_filters_a_tables_rows_by_the_column_it_names():
+    board = item(Chunk(page=9, order=0, modality="table", text="...", table=BOARD, table_header_rows=1), 1)
+    assert ask("Which executive directors have attended Board Meetings more than 6 times?", board).short == (
+        "Mr. S.V. Shanbhag"
+    )
+    assert ask("Which directors sit on more than 10 other boards?", board).short == (
+        "Mr. R.A. Shah, Mr. K.K. Modi, Mr. C.M. Maniar"
+    )
+    assert ask("Which directors attended at most 5 board meetings?", board).short == "Mr. C.M. Maniar"

@@ -23,7 +23,7 @@ from hyperfolio.answer.expected import core_question
 from hyperfolio.answer.passages import Passage, disputed, passages, terms
 from hyperfolio.answer.short import short_answer
 from hyperfolio.answer.support import anchor_share, missing_anchors
-from hyperfolio.answer.table_answers import table_cell, table_extreme
+from hyperfolio.answer.table_answers import table_cell, table_extreme, table_filter
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.model import Answer, Citation, EvidencePackage
 from hyperfolio.retrieve.encoding import TextCache
@@ -182,8 +182,8 @@ class ExtractiveAnswerer:
         candidates = [p for item in evidence.items for p in passages(item)][: self.max_candidates]
         candidates = [p for p in candidates if not disputed(p, evidence)]
         core = core_question(question)  # without "Format your answer as ...": those words match nothing
-        derived = [p for item in evidence.items if (p := table_extreme(core, item)) is not None]
-        if not derived:  # a superlative ranks rows; otherwise a row and a column name one cell
+        derived = [p for item in evidence.items if (p := table_extreme(core, item) or table_filter(core, item))]
+        if not derived:  # a superlative ranks rows, a threshold filters them; otherwise a row and a column name a cell
             derived = [p for item in evidence.items if (p := table_cell(core, item)) is not None]
         candidates = derived + candidates
         if not candidates:

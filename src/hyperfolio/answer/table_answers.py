@@ -9,8 +9,8 @@ from hyperfolio.answer.passages import Passage, cell_number, terms
 from hyperfolio.model import EvidenceItem
 
 KEY_WORD_BONUS = 0.25  # a row key's score for each word of the question it says beyond the first
-_MAX_WORDS = re.compile(r"\b(highest|largest|most|biggest|greatest|maximum|max|top|best|leading)\b", re.I)
-_MIN_WORDS = re.compile(r"\b(lowest|smallest|least|fewest|minimum|min|worst)\b", re.I)
+_MAX_WORDS = re.compile(r"\b(?<!at )(highest|largest|most|biggest|greatest|maximum|max|top|best|leading)\b", re.I)
+_MIN_WORDS = re.compile(r"\b(?<!at )(lowest|smallest|least|fewest|minimum|min|worst)\b", re.I)
 
 
 def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
@@ -50,6 +50,70 @@ def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
     if chunk.caption:
         text += f" ({chunk.caption})"
     return Passage(text, item, "derived", row[label_col].strip())
+
+
+_THRESHOLD = re.compile(
+    r"\b(?:(more|greater|higher|larger|over|above|at least)|(fewer|less|lower|smaller|under|below|at most))"
+    r"(?:\s+than)?\s+(-?\d+(?:\.\d+)?)\b",
+    re.I,
+)
+
+
+def table_filter(question: str, item: EvidenceItem) -> Passage | None:
+    """ "Which directors attended more than 6 meetings?": the rows whose value in the column the question
+    names passes the threshold, by their keys ("Mr. R.A. Shah, Mr. S.V. Shanbhag")."""
+    asked = _THRESHOLD.search(question)
+    chunk = item.chunk
+    if asked is None or chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
+        return None
+    limit, above = float(asked.group(3)), bool(asked.group(1))
+    inclusive = asked.group(1 if above else 2).lower().startswith("at ")
+    paths = header_paths(chunk.table, chunk.table_header_rows)
+    body = [[c.strip() for c in row] for row in chunk.table[chunk.table_header_rows :]]
+    q_terms = set(terms(question[: asked.start()] + question[asked.end() :]))
+    scored = []
+    for col, path in enumerate(paths):
+        values = [cell_number(row[col]) if col < len(row) else None for row in body]
+        if sum(v is not None for v in values) >= max(2, len(body) // 2):
+            named = set(terms(" ".join(path)))
+            scored.append((len(q_terms & named), len(q_terms & named) / max(1, len(named)), -col))
+    if not scored or max(scored)[0] == 0:
+        return None
+    col = -max(scored)[2]  # the column naming most of the question's words, then the most of its own
+    key = next(
+        (j for j in range(len(paths)) if j != col and any(r[j] and cell_number(r[j]) is None for r in body)), None
+    )
+    if key is None:
+        return None
+    kinds = []  # "which executive directors": a label column the question names a value of
+    for j in range(len(paths)):
+        said = [j != key and _is_label(r, j) and set(terms(r[j])) <= q_terms for r in body]
+        if any(said) and not all(said):
+            kinds += list(dict.fromkeys(r[j] for r, keep in zip(body, said, strict=True) if keep))
+            body = [r for r, keep in zip(body, said, strict=True) if keep]
+    passing = []
+    for row in body:
+        value = cell_number(row[col]) if col < len(row) else None
+        if value is None or not row[key]:
+            continue
+        if (
+            (value > limit or inclusive and value == limit)
+            if above
+            else (value < limit or inclusive and value == limit)
+        ):
+            passing.append(row[key])
+    if not passing:
+        return None
+    names = ", ".join(passing)
+    which = " ".join(paths[key]) + (f" ({', '.join(kinds)})" if kinds else "")
+    text = f"{which} with {' > '.join(paths[col])} {asked.group(0)}: {names}"
+    if chunk.caption:
+        text += f" ({chunk.caption})"
+    return Passage(text, item, "derived", names)
+
+
+def _is_label(row: list[str], col: int) -> bool:
+    return col < len(row) and bool(row[col]) and cell_number(row[col]) is None
 
 
 def header_paths(table: list[list[str]], header_rows: int) -> list[list[str]]:
