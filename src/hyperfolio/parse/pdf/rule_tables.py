@@ -167,10 +167,9 @@ def ruled_tables(
     drawings: list[dict[str, Any]],
     read_words: Callable[[], list[tuple[Any, ...]]],
     page_height: float,
-    taken: list[BBox],
 ) -> list[RuledTable]:
-    """Tables marked out by horizontal rules alone, outside the tables already found (`taken`); the
-    page's words are read only when its rules could mark one out."""
+    """Tables marked out by horizontal rules alone; the page's words are read only when its rules could
+    mark one out."""
     runs = _groups(_rules(drawings))
     if not runs:
         return []
@@ -180,9 +179,6 @@ def ruled_tables(
     for group in groups:
         top, bottom = group[0][0], group[-1][0]
         if bottom - top > MAX_HEIGHT * page_height or bottom - top < 15:
-            continue
-        x0, x1 = group[0][1], group[0][2]
-        if any(t[0] < x1 and x0 < t[2] and t[1] < bottom and top < t[3] for t in taken):
             continue
         table = _table(group, words)
         if table is not None:

@@ -13,7 +13,7 @@ import pymupdf
 from hyperfolio.config import ParseOptions
 from hyperfolio.model import BBox
 from hyperfolio.parse.chunking import Block, table_text
-from hyperfolio.parse.pdf.items import CAPTION_RE, TEXT_FLAGS, Item, center_inside, log
+from hyperfolio.parse.pdf.items import CAPTION_RE, TEXT_FLAGS, Item, center_inside, intersection, log
 from hyperfolio.parse.pdf.rule_tables import ruled_tables
 from hyperfolio.parse.pdf.text import is_bold
 
@@ -74,7 +74,8 @@ def _unstacked(cells: list[list[tuple[float, str]] | None]) -> list[list[str | N
     """One grid row that holds several table rows stacked (no rule between them, so the line finder saw
     one row: nine directors' names in one cell, their nine counts in the next) as those rows. A row
     starts at each line of the first cell that lines of most of the other filled cells (two at least)
-    start beside; a line that starts no row (a wrapped cell) joins the row above it."""
+    start beside; a line that starts no row (a wrapped cell) joins the row above it. Rows that would
+    lack a key or a value, or repeat, mean the cell was no stack of rows."""
     first = cells[0] or []
     others = [c for c in cells[1:] if c]
     starts = [y for y, _ in first if sum(any(abs(y - oy) <= LINE_GAP for oy, _ in c) for c in others) > len(others) / 2]
@@ -85,6 +86,8 @@ def _unstacked(cells: list[list[tuple[float, str]] | None]) -> list[list[str | N
         for y, text in cell or []:
             at = max((i for i, start in enumerate(starts) if start <= y + LINE_GAP), default=0)
             rows[at][j] = f"{rows[at][j] or ''} {text}".strip()
+    if any(not row[0] or sum(bool(c) for c in row) < 2 for row in rows) or len({tuple(r) for r in rows}) < len(rows):
+        return [[None if c is None else " ".join(t for _, t in c) for c in cells]]  # no rows: a chart's legend
     return rows
 
 
@@ -185,10 +188,16 @@ def find_tables(
         return words
 
     items = _grid_tables(page, options, text_dict, read_words) if _may_hold_table(drawings) else []
-    for found in ruled_tables(drawings, read_words, page.rect.height, [i.bbox for i in items]):
-        if _is_grid_of_values(found.rows):
-            block = Block(modality="table", text="", table=found.rows, table_header_rows=found.header_rows)
-            items.append(Item(kind="table", bbox=found.bbox, block=block))
+    for found in ruled_tables(drawings, read_words, page.rect.height):
+        if not _is_grid_of_values(found.rows):
+            continue
+        # Where the line finder read the same table, the reading with more rows wins: the finder sees a
+        # booktabs table's body between its middle and bottom rules, the rules give its header too.
+        same = [i for i in items if intersection(i.bbox, found.bbox) > 0]
+        if any(i.block is not None and len(i.block.table or []) >= len(found.rows) for i in same):
+            continue
+        block = Block(modality="table", text="", table=found.rows, table_header_rows=found.header_rows)
+        items = [i for i in items if i not in same] + [Item(kind="table", bbox=found.bbox, block=block)]
     return items
 
 
