@@ -379,3 +379,13 @@ def test_a_threshold_filters_a_tables_rows_by_the_column_it_names():
         "Mr. R.A. Shah, Mr. K.K. Modi, Mr. C.M. Maniar"
     )
     assert ask("Which directors attended at most 5 board meetings?", board).short == "Mr. C.M. Maniar"
+
+
+def test_a_difference_across_two_tables_keeps_the_row_both_operands_share():
+    stem = [["Method", "MMLU Physics", "MMLU Chemistry"], ["PaLM-2L", "66.4%", "70.9%"], ["GPT-4", "70.3%", "79.9%"]]
+    knowledge = [["Method", "TimeQA", "SituatedQA"], ["PaLM-2L", "41.5%", "54.3%"], ["GPT-4", "45.6%", "63.2%"]]
+    first = item(Chunk(page=5, order=0, modality="table", text="...", table=stem, table_header_rows=1), 1)
+    second = item(Chunk(page=6, order=0, modality="table", text="...", table=knowledge, table_header_rows=1), 2)
+    question = "How much lower is the accuracy of GPT-4 on SituatedQA compared to MMLU Chemistry?"
+    assert operand_keys(question) == ["SituatedQA", "MMLU Chemistry"]
+    assert ask(question, first, second).short == "16.7%"

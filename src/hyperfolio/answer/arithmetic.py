@@ -49,6 +49,7 @@ _PAIR = re.compile(
     r"|\b(?:of|for)\s+(?P<e>.+?)\s+(?:and|to)\s+(?P<f>.+?)(?=[?,;]|$)",
     re.I,
 )
+_SHARED = re.compile(r"\s+(?:on|in|for|at|during)\s+(?=\S*[A-Z0-9])")  # before it: what both operands share
 _MORE = re.compile(r"\b(?:more|higher|greater|larger|bigger|most|highest|greatest|largest|biggest)\b", re.I)
 _LESS = re.compile(r"\b(?:less|lower|fewer|smaller|least|lowest|fewest|smallest)\b", re.I)
 # The last "A or B" of a question, A after the clause that asks ("which has more apps, A or B?").
@@ -124,6 +125,8 @@ def operand_keys(question: str) -> list[str]:
     match = _PAIR.search(question)
     if match:
         a, b = next((match.group(x), match.group(y)) for x, y in ("ab", "cd", "ef") if match.group(x))
+        if match.group("c"):  # "the accuracy of GPT-4 on SituatedQA compared to MMLU Chemistry": GPT-4 is
+            a = _SHARED.split(a)[-1]  # whose both values are, the operands are SituatedQA and MMLU Chemistry
         return [p.strip(" .'\"") for p in (a, b) if p and p.strip(" .'\"")]
     return []
 
