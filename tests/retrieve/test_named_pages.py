@@ -99,3 +99,11 @@ def test_the_named_page_leads_the_evidence_and_the_answer(manual, question, page
         assert evidence.items[0].chunk.page == page, mode
         assert evidence.page_ranking(1) == [(evidence.items[0].chunk.doc_id, page)]
     assert manual.ask(question).short == str(10 + page)
+
+
+def test_pages_in_an_example_of_the_answers_form_are_not_named():
+    question = (
+        "List all pages on which the logo locates. The answer should be formatted as a list like ['Page 2', 'Page 4']."
+    )
+    assert not asked_pages(question)
+    assert asked_pages("Format the date mentioned on page 14 as YYYY-MM-DD.").numbers == {14}

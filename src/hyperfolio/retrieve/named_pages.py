@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from hyperfolio.answer.expected import core_question
 from hyperfolio.model import Chunk, EvidenceItem, EvidencePackage, PageScore
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.evidence import cite
@@ -52,7 +53,9 @@ class AskedPages:
 
 
 def asked_pages(question: str) -> AskedPages:
-    """The pages `question` names, if any."""
+    """The pages `question` names, if any; not those of an example of how to write the answer ("formatted
+    as a list like ['Page 2', 'Page 4']")."""
+    question = core_question(question)
     numbers: set[int] = set()
     for match in _NUMBERED.finditer(question):
         if match.group(1):
