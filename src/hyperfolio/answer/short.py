@@ -37,9 +37,10 @@ _WORD = re.compile(r"\S+")
 _WHO_DID = re.compile(r"^\s*(?:who|which\s+\w+)\s+(?:\w+\s+and\s+)?(\w+ed)\b", re.I)
 _WHERE = re.compile(r"^\s*where\b", re.I)
 # A code a question looks an entry up by ("EPS Code AR01", "course GS5002"): capitals and digits together.
-_KEY_CODE = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,}\b")
+_CODE = r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,}\b"
+_KEY_CODE = re.compile(_CODE)
 # What parts entries of a list or a catalogue: a line, a list number, another code, a separator.
-_ENTRY_EDGE = re.compile(r"\n|(?:^|\s)\d{1,3}[.)]\s|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{3,}\b|[;|•]")
+_ENTRY_EDGE = re.compile(rf"\n|(?:^|\s)\d{{1,3}}[.)]\s|{_CODE}|[;|•]")
 ENTRY_WORDS = 8  # an entry longer than this is a sentence, not a catalogue's name
 _ASKS_COMPANY = re.compile(r"\b(?:compan(?:y|ies)|firms?|corporations?|business(?:es)?)\b", re.I)
 _LABEL_ABBREVIATIONS = {"no.": "number", "nos.": "numbers", "#": "number", "tel.": "telephone", "ph.": "phone"}

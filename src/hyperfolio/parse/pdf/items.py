@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import pymupdf
 
@@ -93,3 +94,18 @@ def inside(inner: BBox, outer: BBox, share: float = 0.6) -> bool:
 def center_inside(inner: BBox, outer: BBox) -> bool:
     cx, cy = (inner[0] + inner[2]) / 2, (inner[1] + inner[3]) / 2
     return outer[0] <= cx <= outer[2] and outer[1] <= cy <= outer[3]
+
+
+LINE_TOLERANCE = 3.0  # points: words whose middles are this close in height stand on one line
+
+
+def word_lines(words: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+    """PyMuPDF's words (x0, y0, x1, y1, text, ...) in lines, top to bottom, each line left to right."""
+    lines: list[list[tuple[Any, ...]]] = []
+    for word in sorted(words, key=lambda w: ((w[1] + w[3]) / 2, w[0])):
+        middle = (word[1] + word[3]) / 2
+        if lines and abs((lines[-1][0][1] + lines[-1][0][3]) / 2 - middle) <= LINE_TOLERANCE:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return [sorted(line, key=lambda w: w[0]) for line in lines]

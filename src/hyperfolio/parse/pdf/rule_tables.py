@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyperfolio.model import BBox
-from hyperfolio.parse.pdf.items import CAPTION_RE
+from hyperfolio.parse.pdf.items import CAPTION_RE, word_lines
 
 MIN_RULE = 80.0  # points: a rule across a table, not an underline
 SAME_EDGE = 6.0  # points: rules of one table start and end together
 MIN_GAP = 6.0  # points of white between two columns
 MAX_HEIGHT = 0.8  # share of the page: a box around the whole page is no table
-LINE_TOLERANCE = 3.0  # points: words on one line of a row
 PROSE_WIDTH = 0.6  # share of the rules' width a line of prose between them spans
 MIN_FILLED = 0.6  # share of body rows with at least two cells filled
 _NUMERIC = re.compile(r"\d")
@@ -64,18 +63,6 @@ def _groups(rules: list[tuple[float, float, float]]) -> list[list[tuple[float, f
     return [g for g in groups if len(g) >= 2]
 
 
-def _lines(words: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
-    """Words in lines, top to bottom, each line left to right."""
-    lines: list[list[tuple[Any, ...]]] = []
-    for word in sorted(words, key=lambda w: ((w[1] + w[3]) / 2, w[0])):
-        middle = (word[1] + word[3]) / 2
-        if lines and abs((lines[-1][0][1] + lines[-1][0][3]) / 2 - middle) <= LINE_TOLERANCE:
-            lines[-1].append(word)
-        else:
-            lines.append([word])
-    return [sorted(line, key=lambda w: w[0]) for line in lines]
-
-
 def _columns(body: list[list[tuple[Any, ...]]], x0: float, x1: float) -> list[float]:
     """The x where columns part: the middles of gaps at least MIN_GAP wide that no body word crosses."""
     width = int(x1 - x0) + 2
@@ -107,7 +94,7 @@ def _table(group: list[tuple[float, float, float]], words: list[tuple[Any, ...]]
     top, bottom = group[0][0], group[-1][0]
     x0, x1 = min(r[1] for r in group), max(r[2] for r in group)
     inside = [w for w in words if x0 - 2 <= (w[0] + w[2]) / 2 <= x1 + 2 and top < (w[1] + w[3]) / 2 < bottom]
-    lines = [line for line in _lines(inside) if not CAPTION_RE.match(" ".join(w[4] for w in line))]
+    lines = [line for line in word_lines(inside) if not CAPTION_RE.match(" ".join(w[4] for w in line))]
     if len(lines) < 3:
         return None
     middle = group[1][0] if len(group) >= 3 else top
@@ -149,7 +136,7 @@ def _parts_at_prose(
     x0, x1 = group[0][1], group[0][2]
     inside = [w for w in words if x0 - 2 <= (w[0] + w[2]) / 2 <= x1 + 2 and top < (w[1] + w[3]) / 2 < bottom]
     breaks = []
-    for line in _lines(inside):
+    for line in word_lines(inside):
         text = " ".join(w[4] for w in line)
         gaps = [b[0] - a[2] for a, b in zip(line, line[1:], strict=False)]
         prose = line[-1][2] - line[0][0] > PROSE_WIDTH * (x1 - x0) and max(gaps, default=0.0) < MIN_GAP

@@ -13,7 +13,16 @@ import pymupdf
 from hyperfolio.config import ParseOptions
 from hyperfolio.model import BBox
 from hyperfolio.parse.chunking import Block, table_text
-from hyperfolio.parse.pdf.items import CAPTION_RE, TEXT_FLAGS, Item, center_inside, intersection, log
+from hyperfolio.parse.pdf.items import (
+    CAPTION_RE,
+    LINE_TOLERANCE,
+    TEXT_FLAGS,
+    Item,
+    center_inside,
+    intersection,
+    log,
+    word_lines,
+)
 from hyperfolio.parse.pdf.rule_tables import ruled_tables
 from hyperfolio.parse.pdf.text import is_bold
 
@@ -54,20 +63,11 @@ def _clean_table(rows: list[list[str | None]]) -> list[list[str]]:
     return [[r[j] for j in keep] for r in cells]
 
 
-LINE_GAP = 2.5  # points: words whose middles are this close stand on one line of a cell
-
-
 def _cell_lines(cell: Any, words: list[tuple[Any, ...]]) -> list[tuple[float, str]]:
     """A cell's text as lines (top y, words), from the page's words inside it."""
     x0, y0, x1, y1 = cell
     inside = [w for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
-    lines: list[list[tuple[Any, ...]]] = []
-    for w in sorted(inside, key=lambda w: ((w[1] + w[3]) / 2, w[0])):
-        if lines and abs((lines[-1][0][1] + lines[-1][0][3]) / 2 - (w[1] + w[3]) / 2) <= LINE_GAP:
-            lines[-1].append(w)
-        else:
-            lines.append([w])
-    return [(line[0][1], " ".join(w[4] for w in sorted(line, key=lambda w: w[0]))) for line in lines]
+    return [(line[0][1], " ".join(w[4] for w in line)) for line in word_lines(inside)]
 
 
 def _unstacked(cells: list[list[tuple[float, str]] | None]) -> list[list[str | None]]:
@@ -78,13 +78,15 @@ def _unstacked(cells: list[list[tuple[float, str]] | None]) -> list[list[str | N
     lack a key or a value, or repeat, mean the cell was no stack of rows."""
     first = cells[0] or []
     others = [c for c in cells[1:] if c]
-    starts = [y for y, _ in first if sum(any(abs(y - oy) <= LINE_GAP for oy, _ in c) for c in others) > len(others) / 2]
+    starts = [
+        y for y, _ in first if sum(any(abs(y - oy) <= LINE_TOLERANCE for oy, _ in c) for c in others) > len(others) / 2
+    ]
     if len(starts) < 2 or len(others) < 2:
         return [[None if c is None else " ".join(t for _, t in c) for c in cells]]
     rows: list[list[str | None]] = [[None if c is None else "" for c in cells] for _ in starts]
     for j, cell in enumerate(cells):
         for y, text in cell or []:
-            at = max((i for i, start in enumerate(starts) if start <= y + LINE_GAP), default=0)
+            at = max((i for i, start in enumerate(starts) if start <= y + LINE_TOLERANCE), default=0)
             rows[at][j] = f"{rows[at][j] or ''} {text}".strip()
     if any(not row[0] or sum(bool(c) for c in row) < 2 for row in rows) or len({tuple(r) for r in rows}) < len(rows):
         return [[None if c is None else " ".join(t for _, t in c) for c in cells]]  # no rows: a chart's legend
