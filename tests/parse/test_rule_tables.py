@@ -40,6 +40,11 @@ def _booktabs(path: Path, with_chart: bool = False) -> Path:
     return path
 
 
+def _tables(path: Path) -> list:
+    """The table chunks of the file's first page, as parsed."""
+    return [c for c in parse_file(path, None).pages[0].chunks if c.modality == "table"]
+
+
 def test_a_table_ruled_only_across_has_its_header_and_cells(tmp_path):
     parsed = parse_file(_booktabs(tmp_path / "paper.pdf"), None)
     tables = [c for c in parsed.pages[0].chunks if c.modality == "table"]
@@ -53,8 +58,7 @@ def test_a_table_ruled_only_across_has_its_header_and_cells(tmp_path):
 
 
 def test_rules_around_a_chart_are_no_table(tmp_path):
-    parsed = parse_file(_booktabs(tmp_path / "paper.pdf", with_chart=True), None)
-    tables = [c for c in parsed.pages[0].chunks if c.modality == "table"]
+    tables = _tables(_booktabs(tmp_path / "paper.pdf", with_chart=True))
     assert len(tables) == 1 and tables[0].table[0] == list(ROWS[0])
 
 
@@ -80,8 +84,7 @@ def _stacked(path: Path) -> Path:
 
 
 def test_rows_stacked_in_one_grid_row_are_read_as_rows(tmp_path):
-    parsed = parse_file(_stacked(tmp_path / "board.pdf"), None)
-    tables = [c for c in parsed.pages[0].chunks if c.modality == "table"]
+    tables = _tables(_stacked(tmp_path / "board.pdf"))
     assert len(tables) == 1
     assert tables[0].table == [
         ["Director", "Meetings attended", "Other boards"],
