@@ -62,9 +62,9 @@ def test_rules_around_a_chart_are_no_table(tmp_path):
     assert len(tables) == 1 and tables[0].table[0] == list(ROWS[0])
 
 
-def _stacked(path: Path) -> Path:
+def _stacked(path: Path, rows: list[tuple[str, str, str]] | None = None) -> Path:
     """A grid ruled around its columns and under its header only: the three directors' rows stand in one
-    grid row, as annual reports set them."""
+    grid row, as annual reports set them (or `rows`, one line each, in that one grid row)."""
     doc = pymupdf.open()
     page = doc.new_page()
     left, right, top, header, bottom = 72, 472, 100, 130, 200
@@ -75,7 +75,7 @@ def _stacked(path: Path) -> Path:
         page.draw_line((x, top), (x, bottom))
     for x, name in zip(columns, ("Director", "Meetings attended", "Other boards"), strict=False):
         page.insert_text((x + 4, top + 18), name, fontsize=9)
-    rows = [("Mr. R.A. Shah", "7", "14"), ("Mr. S.V. Shanbhag", "7", "5"), ("Mr. C.M. Maniar", "5", "11")]
+    rows = rows or [("Mr. R.A. Shah", "7", "14"), ("Mr. S.V. Shanbhag", "7", "5"), ("Mr. C.M. Maniar", "5", "11")]
     for i, row in enumerate(rows):
         for x, cell in zip(columns, row, strict=False):
             page.insert_text((x + 4, header + 16 + 14 * i), cell, fontsize=9)
@@ -92,3 +92,9 @@ def test_rows_stacked_in_one_grid_row_are_read_as_rows(tmp_path):
         ["Mr. S.V. Shanbhag", "7", "5"],
         ["Mr. C.M. Maniar", "5", "11"],
     ]
+
+
+def test_a_row_whose_cells_wrap_together_stays_one_row(tmp_path):
+    wrapped = [("Press", "Opens the blood", "Not during"), ("once", "pressure app.", "workouts.")]
+    tables = _tables(_stacked(tmp_path / "watch.pdf", wrapped))
+    assert tables[0].table[1:] == [["Press once", "Opens the blood pressure app.", "Not during workouts."]]

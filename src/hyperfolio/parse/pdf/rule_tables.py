@@ -31,6 +31,7 @@ class RuledTable:
     bbox: BBox
     rows: list[list[str]]
     header_rows: int
+    body_top: float  # the rule under the header (the top rule when there is no header)
 
 
 def _rules(drawings: list[dict[str, Any]]) -> list[tuple[float, float, float]]:
@@ -123,7 +124,7 @@ def _table(group: list[tuple[float, float, float]], words: list[tuple[Any, ...]]
     labels = [c for c in rows[0] + [row[0] for row in rows[1:]] if _LETTERS.search(c)]
     if len(labels) < 2:
         return None  # a chart's bars and their values: nothing names a row or a column
-    return RuledTable((x0, top, x1, bottom), rows, header_rows)
+    return RuledTable((x0, top, x1, bottom), rows, header_rows, middle)
 
 
 def _parts_at_prose(

@@ -63,6 +63,9 @@ def _clean_table(rows: list[list[str | None]]) -> list[list[str]]:
     return [[r[j] for j in keep] for r in cells]
 
 
+HEADER_SLACK = 2.0  # points: a grid starting this far above a table's header rule holds its header
+
+
 def _cell_lines(cell: Any, words: list[tuple[Any, ...]]) -> list[tuple[float, str]]:
     """A cell's text as lines (top y, words), from the page's words inside it."""
     x0, y0, x1, y1 = cell
@@ -70,16 +73,26 @@ def _cell_lines(cell: Any, words: list[tuple[Any, ...]]) -> list[tuple[float, st
     return [(line[0][1], " ".join(w[4] for w in line)) for line in word_lines(inside)]
 
 
+def _opens(line: str) -> bool:
+    """Whether a cell's line could open an entry: a wrapped line goes on in lower case ("Press" / "once")."""
+    return not line[:1].islower()
+
+
 def _unstacked(cells: list[list[tuple[float, str]] | None]) -> list[list[str | None]]:
     """One grid row that holds several table rows stacked (no rule between them, so the line finder saw
     one row: nine directors' names in one cell, their nine counts in the next) as those rows. A row
     starts at each line of the first cell that lines of most of the other filled cells (two at least)
-    start beside; a line that starts no row (a wrapped cell) joins the row above it. Rows that would
+    start beside, none of them going on in lower case; a line that starts no row (a wrapped cell) joins
+    the row above it. Rows that would
     lack a key or a value, or repeat, mean the cell was no stack of rows."""
     first = cells[0] or []
     others = [c for c in cells[1:] if c]
     starts = [
-        y for y, _ in first if sum(any(abs(y - oy) <= LINE_TOLERANCE for oy, _ in c) for c in others) > len(others) / 2
+        y
+        for i, (y, text) in enumerate(first)
+        if i == 0
+        or _opens(text)
+        and sum(any(abs(y - oy) <= LINE_TOLERANCE and _opens(t) for oy, t in c) for c in others) > len(others) / 2
     ]
     if len(starts) < 2 or len(others) < 2:
         return [[None if c is None else " ".join(t for _, t in c) for c in cells]]
@@ -193,10 +206,10 @@ def find_tables(
     for found in ruled_tables(drawings, read_words, page.rect.height):
         if not _is_grid_of_values(found.rows):
             continue
-        # Where the line finder read the same table, the reading with more rows wins: the finder sees a
-        # booktabs table's body between its middle and bottom rules, the rules give its header too.
+        # Where the line finder read the same table, its cells stand, unless it saw only the body: a
+        # booktabs table's rows between its middle and bottom rules, the header above left out.
         same = [i for i in items if intersection(i.bbox, found.bbox) > 0]
-        if any(i.block is not None and len(i.block.table or []) >= len(found.rows) for i in same):
+        if same and (not found.header_rows or any(i.bbox[1] < found.body_top - HEADER_SLACK for i in same)):
             continue
         block = Block(modality="table", text="", table=found.rows, table_header_rows=found.header_rows)
         items = [i for i in items if i not in same] + [Item(kind="table", bbox=found.bbox, block=block)]
