@@ -91,11 +91,20 @@ def _row(line: list[tuple[Any, ...]], cuts: list[float]) -> list[str]:
     return [" ".join(c) for c in cells]
 
 
-def _table(group: list[tuple[float, float, float]], words: list[tuple[Any, ...]]) -> RuledTable | None:
+def _between(group: list[tuple[float, float, float]], words: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+    """The lines of words between a run's first and last rule, across their width."""
     top, bottom = group[0][0], group[-1][0]
     x0, x1 = min(r[1] for r in group), max(r[2] for r in group)
-    inside = [w for w in words if x0 - 2 <= (w[0] + w[2]) / 2 <= x1 + 2 and top < (w[1] + w[3]) / 2 < bottom]
-    lines = [line for line in word_lines(inside) if not CAPTION_RE.match(" ".join(w[4] for w in line))]
+    return word_lines([w for w in words if x0 - 2 <= (w[0] + w[2]) / 2 <= x1 + 2 and top < (w[1] + w[3]) / 2 < bottom])
+
+
+def _table(group: list[tuple[float, float, float]], words: list[tuple[Any, ...]]) -> RuledTable | None:
+    """The table a run of rules marks out: the lines above its second rule are the header, the others
+    rows (a wrapped row's second line joined to it, a group's label carried down its rows); None when
+    what the rules hold is not a table of values with labels."""
+    top, bottom = group[0][0], group[-1][0]
+    x0, x1 = min(r[1] for r in group), max(r[2] for r in group)
+    lines = [line for line in _between(group, words) if not CAPTION_RE.match(" ".join(w[4] for w in line))]
     if len(lines) < 3:
         return None
     middle = group[1][0] if len(group) >= 3 else top
@@ -133,11 +142,9 @@ def _parts_at_prose(
     """A run of rules parted where a caption or a line of prose stands between two of them: a page's
     header rule, a table below its caption and the axis of a chart further down are three things. A
     line of prose runs across most of the rules' width without a column's gap in it."""
-    top, bottom = group[0][0], group[-1][0]
     x0, x1 = group[0][1], group[0][2]
-    inside = [w for w in words if x0 - 2 <= (w[0] + w[2]) / 2 <= x1 + 2 and top < (w[1] + w[3]) / 2 < bottom]
     breaks = []
-    for line in word_lines(inside):
+    for line in _between(group, words):
         text = " ".join(w[4] for w in line)
         gaps = [b[0] - a[2] for a, b in zip(line, line[1:], strict=False)]
         prose = line[-1][2] - line[0][0] > PROSE_WIDTH * (x1 - x0) and max(gaps, default=0.0) < MIN_GAP
