@@ -389,3 +389,12 @@ def test_a_difference_across_two_tables_keeps_the_row_both_operands_share():
     question = "How much lower is the accuracy of GPT-4 on SituatedQA compared to MMLU Chemistry?"
     assert operand_keys(question) == ["SituatedQA", "MMLU Chemistry"]
     assert ask(question, first, second).short == "16.7%"
+
+
+def test_an_answer_is_read_on_the_page_the_question_names():
+    elsewhere = text_item("How many cranes the container terminal runs is stated on page 3: 40 cranes.", page=1)
+    named = text_item("The container terminal runs 12 cranes.", page=3, rank=2)
+    question = "How many cranes does the container terminal run, as stated on page 3?"
+    assert ask(question, elsewhere, named).short == "40"  # without the page named, the better match wins
+    package = EvidencePackage(question, "test", [elsewhere, named], meta={"named_pages": [["d", 3]]})
+    assert ExtractiveAnswerer(None).answer(question, package).short == "12"

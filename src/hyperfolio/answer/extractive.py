@@ -25,7 +25,7 @@ from hyperfolio.answer.short import short_answer
 from hyperfolio.answer.support import anchor_share, missing_anchors
 from hyperfolio.answer.table_answers import table_cell, table_extreme, table_filter
 from hyperfolio.embed.protocols import Embedder
-from hyperfolio.model import Answer, Citation, EvidencePackage
+from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.retrieve.encoding import TextCache
 
 INSUFFICIENT = "The indexed documents do not contain enough evidence to answer this question."
@@ -54,6 +54,15 @@ class Answerer(Protocol):
     def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
         """The cited answer; an answerer that writes it over time calls `on_text` with the text so far."""
         ...
+
+
+def read_items(evidence: EvidencePackage) -> list[EvidenceItem]:
+    """The evidence an answer is read from: the pages the question names when it names some and the
+    evidence holds them (`retrieve/named_pages.py`: "on page 28" means there), else all of it (the
+    answerer reads all of it too when the named pages miss what the question names)."""
+    named = {(doc, page) for doc, page in evidence.meta.get("named_pages", [])}
+    on_named = [item for item in evidence.items if (item.chunk.doc_id, item.chunk.page) in named]
+    return on_named or list(evidence.items)
 
 
 def pick(candidates: Sequence[Passage], scores: np.ndarray, limit: int, floor: float) -> list[int]:
@@ -177,15 +186,24 @@ class ExtractiveAnswerer:
         fill([i for i in range(len(texts)) if np.isnan(semantic[i]) and high[i] >= bar])
         return semantic
 
+    def candidates(self, core: str, items: Sequence[EvidenceItem], evidence: EvidencePackage) -> list[Passage]:
+        """The passages an answer is chosen from: what a table's cells answer first (a superlative ranks
+        rows, a threshold filters them, else a row and a column name a cell), then the items' passages."""
+        found = [p for item in items for p in passages(item)][: self.max_candidates]
+        found = [p for p in found if not disputed(p, evidence)]
+        derived = [p for item in items if (p := table_extreme(core, item) or table_filter(core, item))]
+        if not derived:
+            derived = [p for item in items if (p := table_cell(core, item)) is not None]
+        return derived + found
+
     def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
         """Extractive: the answer is picked, not written, so `on_text` is never called."""
-        candidates = [p for item in evidence.items for p in passages(item)][: self.max_candidates]
-        candidates = [p for p in candidates if not disputed(p, evidence)]
         core = core_question(question)  # without "Format your answer as ...": those words match nothing
-        derived = [p for item in evidence.items if (p := table_extreme(core, item) or table_filter(core, item))]
-        if not derived:  # a superlative ranks rows, a threshold filters them; otherwise a row and a column name a cell
-            derived = [p for item in evidence.items if (p := table_cell(core, item)) is not None]
-        candidates = derived + candidates
+        items = read_items(evidence)
+        candidates = self.candidates(core, items, evidence)
+        if len(items) < len(evidence.items) and anchor_share(core, candidates) < self.min_anchor_share:
+            items = list(evidence.items)  # the named page does not say what the question names: read it all
+            candidates = self.candidates(core, items, evidence)
         if not candidates:
             return Answer(question, INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name)
         scores = self.score(core, candidates)
@@ -200,7 +218,7 @@ class ExtractiveAnswerer:
             chosen = per_document(candidates, scores, self.min_score)
         else:
             chosen = [candidates[i] for i in pick(candidates, scores, self.max_passages, 0.8 * best)]
-        computed = None if across else compute(core, evidence.items, candidates)
+        computed = None if across else compute(core, items, candidates)
         short = None if across or computed else short_answer(question, candidates, scores)
         first = [o.passage for o in computed.operands] if computed else [short.passage] if short else []
         if computed is not None:  # the cited operands are the quote

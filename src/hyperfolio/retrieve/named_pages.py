@@ -143,4 +143,5 @@ def named_pages_first(evidence: EvidencePackage, query: Query, ctx: RetrievalCon
     named = {(p.doc_id, p.page): p for p in evidence.ranked_pages}
     leading = [named.get(key) or PageScore(key[0], key[1], top) for key in wanted]
     ranked = leading + [p for p in evidence.ranked_pages if (p.doc_id, p.page) not in wanted]
-    return replace(evidence, items=items, ranked_pages=ranked if evidence.ranked_pages else [])
+    meta = {**evidence.meta, "named_pages": [[doc, page] for doc, page in wanted]}  # answers are read there
+    return replace(evidence, items=items, ranked_pages=ranked if evidence.ranked_pages else [], meta=meta)
