@@ -33,13 +33,13 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _WEB = re.compile(r"\b(?:https?://|www\.)[^\s,;)]+", re.I)
 _PHONE = re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])")
 _CODE = re.compile(r"\b(?=[A-Z0-9-]*\d)(?:[A-Z0-9]+[-/])+[A-Z0-9]+\b|\b\d{5,}\b")
-_WORDS = {
+NUMBER_WORDS = {  # a number written as a word, as counts and page numbers are
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
     "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
     "hundred": 100,
 }  # fmt: skip
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.I)
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def number_spans(text: str) -> list[Span]:
         start = m.start() + len(m.group(0)) - len(m.group(0).lstrip())  # the number, not the space before it
         found.append(Span(m.group(0).strip(), start, m.end(), kind, value, currency or unit))
     for m in _NUMBER_WORD.finditer(text):
-        found.append(Span(m.group(0), m.start(), m.end(), Kind.COUNT, float(_WORDS[m.group(0).lower()])))
+        found.append(Span(m.group(0), m.start(), m.end(), Kind.COUNT, float(NUMBER_WORDS[m.group(0).lower()])))
     return sorted(found, key=lambda s: s.start)
 
 
@@ -228,7 +228,7 @@ def parsed_date(text: str) -> datetime | None:
 def in_format(question: str, span: Span) -> str:
     """A span as the question wants it: a count in digits ("Four" -> "4"); a date in the format the
     question names ("Format your answer as YYYY-MM-DD"); anything else as written."""
-    if span.kind == Kind.COUNT and span.value is not None and span.text.lower() in _WORDS:
+    if span.kind == Kind.COUNT and span.value is not None and span.text.lower() in NUMBER_WORDS:
         return str(int(span.value))
     asked = ASKED_FORMAT.search(question)
     if span.kind == Kind.DATE and asked and (date := parsed_date(span.text)) is not None:

@@ -31,8 +31,7 @@ def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
     numeric: list[tuple[int, int]] = []  # (header overlap with question, column)
     label_col = None
     for col in range(len(header)):
-        values = [cell_number(row[col]) for row in body]
-        if sum(v is not None for v in values) >= max(2, len(body) // 2 + 1):
+        if _numbers_in(body, col) >= max(2, len(body) // 2 + 1):
             overlap = len(q_terms & set(terms(header[col])))
             numeric.append((overlap, col))
         elif label_col is None:
@@ -73,16 +72,13 @@ def table_filter(question: str, item: EvidenceItem) -> Passage | None:
     q_terms = set(terms(question[: asked.start()] + question[asked.end() :]))
     scored = []
     for col, path in enumerate(paths):
-        values = [cell_number(row[col]) if col < len(row) else None for row in body]
-        if sum(v is not None for v in values) >= max(2, len(body) // 2):
+        if _numbers_in(body, col) >= max(2, len(body) // 2):
             named = set(terms(" ".join(path)))
             scored.append((len(q_terms & named), len(q_terms & named) / max(1, len(named)), -col))
     if not scored or max(scored)[0] == 0:
         return None
     col = -max(scored)[2]  # the column naming most of the question's words, then the most of its own
-    key = next(
-        (j for j in range(len(paths)) if j != col and any(r[j] and cell_number(r[j]) is None for r in body)), None
-    )
+    key = next((j for j in range(len(paths)) if j != col and any(_is_label(r, j) for r in body)), None)
     if key is None:
         return None
     kinds = []  # "which executive directors": a label column the question names a value of
@@ -96,11 +92,7 @@ def table_filter(question: str, item: EvidenceItem) -> Passage | None:
         value = cell_number(row[col]) if col < len(row) else None
         if value is None or not row[key]:
             continue
-        if (
-            (value > limit or inclusive and value == limit)
-            if above
-            else (value < limit or inclusive and value == limit)
-        ):
+        if value == limit and inclusive or (value > limit if above else value < limit):
             passing.append(row[key])
     if not passing:
         return None
@@ -114,6 +106,11 @@ def table_filter(question: str, item: EvidenceItem) -> Passage | None:
 
 def _is_label(row: list[str], col: int) -> bool:
     return col < len(row) and bool(row[col]) and cell_number(row[col]) is None
+
+
+def _numbers_in(body: list[list[str]], col: int) -> int:
+    """How many of the body's cells in a column are numbers."""
+    return sum(col < len(row) and cell_number(row[col]) is not None for row in body)
 
 
 def header_paths(table: list[list[str]], header_rows: int) -> list[list[str]]:

@@ -13,21 +13,19 @@ import re
 from dataclasses import dataclass, replace
 
 from hyperfolio.answer.expected import core_question
+from hyperfolio.answer.spans import NUMBER_WORDS
 from hyperfolio.model import Chunk, EvidenceItem, EvidencePackage, PageScore
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.evidence import cite
 
-_NUMBER_WORDS = (
-    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty"
-).split()
+_PAGE_WORDS = {word: int(value) for word, value in NUMBER_WORDS.items() if value <= 20}  # "page fourteen"
 _ORDINALS = (
     "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
     "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
 ).split()
 _NUMBERED = re.compile(
     r"\b(?:pages?|slides?|p\.)\s*(\d{1,5}(?:\s*(?:,|and|&)\s*\d{1,5})*)\b|"
-    rf"\b(?:pages?|slides?)\s+({'|'.join(_NUMBER_WORDS)})\b",
+    rf"\b(?:pages?|slides?)\s+({'|'.join(_PAGE_WORDS)})\b",
     re.I,
 )
 _COUNTED = re.compile(
@@ -61,7 +59,7 @@ def asked_pages(question: str) -> AskedPages:
         if match.group(1):
             numbers |= {int(n) for n in re.findall(r"\d+", match.group(1))}
         else:
-            numbers.add(_NUMBER_WORDS.index(match.group(2).lower()) + 1)
+            numbers.add(_PAGE_WORDS[match.group(2).lower()])
     counted: set[int] = set()
     for match in _COUNTED.finditer(question):
         said = " ".join((match.group(1) or match.group(2) or match.group(3)).lower().replace("-", " ").split())

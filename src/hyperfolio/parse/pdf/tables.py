@@ -83,8 +83,9 @@ def _unstacked(cells: list[list[tuple[float, str]] | None]) -> list[list[str | N
     one row: nine directors' names in one cell, their nine counts in the next) as those rows. A row
     starts at each line of the first cell that lines of most of the other filled cells (two at least)
     start beside, none of them going on in lower case; a line that starts no row (a wrapped cell) joins
-    the row above it. Rows that would
-    lack a key or a value, or repeat, mean the cell was no stack of rows."""
+    the row above it. Rows that would lack a key or a value, or repeat, mean the cell was no stack of
+    rows (a chart's legend): then it is the one row it looks."""
+    whole: list[list[str | None]] = [[None if c is None else " ".join(t for _, t in c) for c in cells]]
     first = cells[0] or []
     others = [c for c in cells[1:] if c]
     starts = [
@@ -95,15 +96,14 @@ def _unstacked(cells: list[list[tuple[float, str]] | None]) -> list[list[str | N
         and sum(any(abs(y - oy) <= LINE_TOLERANCE and _opens(t) for oy, t in c) for c in others) > len(others) / 2
     ]
     if len(starts) < 2 or len(others) < 2:
-        return [[None if c is None else " ".join(t for _, t in c) for c in cells]]
+        return whole
     rows: list[list[str | None]] = [[None if c is None else "" for c in cells] for _ in starts]
     for j, cell in enumerate(cells):
         for y, text in cell or []:
             at = max((i for i, start in enumerate(starts) if start <= y + LINE_TOLERANCE), default=0)
             rows[at][j] = f"{rows[at][j] or ''} {text}".strip()
-    if any(not row[0] or sum(bool(c) for c in row) < 2 for row in rows) or len({tuple(r) for r in rows}) < len(rows):
-        return [[None if c is None else " ".join(t for _, t in c) for c in cells]]  # no rows: a chart's legend
-    return rows
+    unkeyed = any(not row[0] or sum(bool(c) for c in row) < 2 for row in rows)
+    return whole if unkeyed or len({tuple(r) for r in rows}) < len(rows) else rows
 
 
 def _cell_texts(table: Any, words: list[tuple[Any, ...]]) -> list[list[str | None]]:
