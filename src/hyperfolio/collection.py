@@ -31,10 +31,9 @@ from hyperfolio.parse.unlock import Password
 from hyperfolio.retrieve import STRATEGIES, Query, Strategy, make_strategy
 from hyperfolio.retrieve.encoding import TextCache
 from hyperfolio.retrieve.features import Candidates, candidate_features
-from hyperfolio.retrieve.named_pages import named_pages_first
 from hyperfolio.retrieve.ranker import RankerSet
 from hyperfolio.retrieve.routing import routed
-from hyperfolio.retrieve.run import ready_scope, run_strategy
+from hyperfolio.retrieve.run import document_first, ready_scope, run_strategy
 from hyperfolio.store import (
     Store,
     display_name,
@@ -261,11 +260,11 @@ class Collection:
             candidates.meta["routed_to"] = found.doc_ids
         return candidates
 
-    def named_pages_first(self, evidence: EvidencePackage, doc: str | Sequence[str] | None = None) -> EvidencePackage:
+    def document_first(self, evidence: EvidencePackage, doc: str | Sequence[str] | None = None) -> EvidencePackage:
         """Evidence ranked outside `retrieve` (the evaluation's held-out rankers) finished as `retrieve`
-        finishes it: the pages the question names lead."""
+        finishes it: the pages the question names, the parts it counts lead."""
         query = Query(text=evidence.question, k=self.settings.top_k, doc_ids=ready_scope(doc, self.resolve))
-        return named_pages_first(evidence, query, self.parts.retrieval_context(self._texts))
+        return document_first(evidence, query, self.parts.retrieval_context(self._texts))
 
     def warm(self, wait: bool = False) -> None:
         """Load the models and the vector spaces now, so the first question is as fast as the others; with

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from hyperfolio.labels import DISPLAY_PARTS, label_mentions
 from hyperfolio.lexicon import STOPWORDS
 
 # Words that may sit inside a capitalised name ("Bank of England", "Procter & Gamble").
@@ -35,7 +36,6 @@ _QUANTITY = re.compile(
 )
 _NUMBER_PART = re.compile(r"[$€£¥]?\s?\d(?:[\d,]*\d)?(?:\.\d+)?")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
-_LABEL = re.compile(r"\b(?:Table|Figure|Fig\.|Chart|Exhibit)\s+\d+[A-Za-z]?\b")
 _TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|-){2,}")  # words of three or more letters, in any script
 # The same words, found faster (whole runs of letters or hyphens; the short ones are dropped after).
 _RUN = re.compile(r"[^\W\d_](?:[^\W\d_]+|-+)*")
@@ -91,8 +91,8 @@ def find_phrases(text: str, known_names: set[str] | frozenset[str] = frozenset()
         taken.append((start, end))
         found[(start, value)] = Phrase(value, kind, start)
 
-    for m in _LABEL.finditer(text):
-        add(m.start(), m.end(), m.group(0).replace("Fig.", "Figure"), "label")
+    for label in label_mentions(text, DISPLAY_PARTS):
+        add(label.start, label.end, str(label), "label")
     for m in _QUANTITY.finditer(text):
         value = m.group(0).strip()
         number = _NUMBER_PART.match(value)

@@ -20,6 +20,7 @@ import numpy as np
 from hyperfolio.answer.arithmetic import compute
 from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
 from hyperfolio.answer.expected import core_question
+from hyperfolio.answer.inventory import inventory_answer
 from hyperfolio.answer.passages import Passage, disputed, passages, terms
 from hyperfolio.answer.short import short_answer
 from hyperfolio.answer.support import anchor_share, missing_anchors
@@ -198,6 +199,9 @@ class ExtractiveAnswerer:
 
     def answer(self, question: str, evidence: EvidencePackage, on_text: Callable[[str], None] | None = None) -> Answer:
         """Extractive: the answer is picked, not written, so `on_text` is never called."""
+        read_whole = inventory_answer(question, evidence, self.name)  # "how many tables are in the document"
+        if read_whole is not None:
+            return read_whole
         core = core_question(question)  # without "Format your answer as ...": those words match nothing
         items = read_items(evidence)
         candidates = self.candidates(core, items, evidence)

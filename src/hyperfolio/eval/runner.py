@@ -480,7 +480,7 @@ def _held_out_records(
         for r in mine:
             doc_id = doc_ids[r.question.doc_ref]
             evidence = candidate_package(r.question.question, variant, r.candidates, held.ranking[r.question.qid], {})
-            evidence = collection.named_pages_first(evidence, scoring.scoped(doc_id))
+            evidence = collection.document_first(evidence, scoring.scoped(doc_id))
             records.append(scoring.record(collection, r.question, variant, r.seconds, evidence, doc_id, keep))
             progress.query_finished(variant)
         by_fold: list[dict[str, Any]] = []

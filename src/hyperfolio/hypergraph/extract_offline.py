@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from hyperfolio.hypergraph.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.hypergraph.facts_offline import ConceptNamer, column_relation, header_concept, relation_label
+from hyperfolio.labels import DISPLAY_PARTS, opening_label
 from hyperfolio.model import Chunk
 from hyperfolio.phrases import Phrase, content_words, find_phrases, key_phrases, normalize_name, sentences
 
@@ -50,13 +51,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def _label_of(caption: str | None) -> str | None:
-    if not caption:
-        return None
-    match = re.match(r"\s*(Table|Figure|Fig\.|Chart|Exhibit)\s*(\d+[A-Za-z]?)", caption)
-    if not match:
-        return None
-    kind = "Figure" if match.group(1) == "Fig." else match.group(1)
-    return f"{kind} {match.group(2)}"
+    label = opening_label(caption, DISPLAY_PARTS)
+    return str(label) if label is not None else None
 
 
 class OfflineExtractor:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.retrieve.base import RetrievalContext
@@ -19,6 +20,14 @@ def cite(chunk: Chunk, titles: dict[str, str]) -> Citation:
         modality=chunk.modality,
         page_label=str(chunk.meta.get("page_label", "")),
     )
+
+
+def led_by(items: Sequence[EvidenceItem], first: Sequence[EvidenceItem], limit: int) -> list[EvidenceItem]:
+    """`first`, then the other items as ranked, at most `limit`, ranked anew: what a question asks of the
+    document itself (a page it names, the parts it counts) leads whatever the ranking found."""
+    leading = {item.chunk.chunk_id for item in first}
+    kept = [*first, *(item for item in items if item.chunk.chunk_id not in leading)][:limit]
+    return [replace(item, rank=rank) for rank, item in enumerate(kept, 1)]
 
 
 def package(

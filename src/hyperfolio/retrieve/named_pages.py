@@ -16,7 +16,7 @@ from hyperfolio.answer.expected import core_question
 from hyperfolio.answer.spans import NUMBER_WORDS
 from hyperfolio.model import Chunk, EvidenceItem, EvidencePackage, PageScore
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.evidence import cite
+from hyperfolio.retrieve.evidence import cite, led_by
 
 _PAGE_WORDS = {word: int(value) for word, value in NUMBER_WORDS.items() if value <= 20}  # "page fourteen"
 _ORDINALS = (
@@ -135,9 +135,7 @@ def named_pages_first(evidence: EvidencePackage, query: Query, ctx: RetrievalCon
     first = [item for item in evidence.items if (item.chunk.doc_id, item.chunk.page) in wanted]
     if not first:
         first = _items_of(wanted, ctx, top)
-    rest = [item for item in evidence.items if (item.chunk.doc_id, item.chunk.page) not in wanted]
-    kept = (first + rest)[: max(len(evidence.items), query.k)]
-    items = [replace(item, rank=rank) for rank, item in enumerate(kept, 1)]
+    items = led_by(evidence.items, first, max(len(evidence.items), query.k))
     named = {(p.doc_id, p.page): p for p in evidence.ranked_pages}
     leading = [named.get(key) or PageScore(key[0], key[1], top) for key in wanted]
     ranked = leading + [p for p in evidence.ranked_pages if (p.doc_id, p.page) not in wanted]

@@ -12,6 +12,7 @@ from hyperfolio.errors import HyperfolioError
 from hyperfolio.model import DocumentInfo, EvidencePackage
 from hyperfolio.retrieve.base import Query, RetrievalContext, Strategy, typed_knobs, with_knobs
 from hyperfolio.retrieve.evidence import regroup
+from hyperfolio.retrieve.inventory import inventory_first
 from hyperfolio.retrieve.named_pages import named_pages_first
 from hyperfolio.store.base import STAGE_READY
 
@@ -34,6 +35,12 @@ def ready_scope(doc: str | Sequence[str] | None, resolve: Callable[[str], Docume
     return [info.doc_id for info in infos]
 
 
+def document_first(evidence: EvidencePackage, query: Query, ctx: RetrievalContext) -> EvidencePackage:
+    """What a question asks of the document itself leads its evidence, whatever the ranking: the pages
+    it names ("on page 14"), the parts it counts or the pages it asks a list of (the whole document read)."""
+    return inventory_first(named_pages_first(evidence, query, ctx), query, ctx)
+
+
 def run_strategy(
     strategy: Strategy,
     query: Query,
@@ -50,7 +57,7 @@ def run_strategy(
     if not strategy.groups_by_modality and (options or {}).get("by_modality"):
         c = ctx.concept  # the shared modality-aware step, for any strategy
         evidence = regroup(evidence, {"text": c.k_text, "table": c.k_table, "image": c.k_image})
-    evidence = named_pages_first(evidence, query, ctx)  # "on page 14": that page leads, whatever the ranking
+    evidence = document_first(evidence, query, ctx)
     store = ctx.store
     disputed = store.dropped_in([item.chunk.chunk_id for item in evidence.items])
     if disputed:  # statements judged wrong while indexing: answerers must not repeat them
