@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperfolio.answer.arithmetic import comparison, compute, operand_keys, operation_of
+from hyperfolio.answer.arithmetic import comparison, compute, listed_names, operand_keys, operation_of
 from hyperfolio.answer.expected import Kind, expected_kind
 from hyperfolio.answer.extractive import ExtractiveAnswerer
 from hyperfolio.answer.passages import passages
@@ -398,3 +398,19 @@ def test_an_answer_is_read_on_the_page_the_question_names():
     assert ask(question, elsewhere, named).short == "40"  # without the page named, the better match wins
     package = EvidencePackage(question, "test", [elsewhere, named], meta={"named_pages": [["d", 3]]})
     assert ExtractiveAnswerer(None).answer(question, package).short == "12"
+
+
+def test_a_sum_over_the_rows_a_question_lists():
+    header = ["Director", "No. of Board Meetings attended", "Membership of Board of other Companies"]
+    rows = [header, *([r[0], r[2], r[3]] for r in BOARD[1:])]
+    board = item(Chunk(page=9, order=0, modality="table", text="...", table=rows, table_header_rows=1), 1)
+    question = "How many companies do Mr. R.A. Shah, Mr. S.V. Shanbhag, and Mr. C.M. Maniar collectively hold?"
+    assert listed_names(question) == ["Mr. R.A. Shah", "Mr. S.V. Shanbhag", "Mr. C.M. Maniar"]
+    answer = ask(question, board)
+    assert answer.meta["computation"] == "14 + 5 + 11 = 30" and answer.short == "30"
+
+
+def test_a_year_is_not_said_inside_a_larger_number():
+    sentence = text_item("Surplus rose to 20023.68 in the year; dividends in 2002 were 1923.78 and in 2001 were 1767.80.")
+    answer = ask("How much higher were dividends in 2002 compared to 2001?", sentence)
+    assert answer.meta["computation"] == "1923.78 \u2212 1767.80 = 155.98"

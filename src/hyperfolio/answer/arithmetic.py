@@ -31,7 +31,7 @@ _OPERATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),  # fmt: skip
     ("ratio", re.compile(r"\b(ratio (of|between)|how many times)\b", re.I)),
     ("average", re.compile(r"\b(average|mean) of\b", re.I)),
-    ("sum", re.compile(r"\b(sum of|total of|combined|in total|altogether|add(ed)? up)\b", re.I)),
+    ("sum", re.compile(r"\b(sum of|total of|combined|in total|altogether|collectively|add(ed)? up)\b", re.I)),
     (
         "difference",
         re.compile(
@@ -49,6 +49,9 @@ _PAIR = re.compile(
     r"|\b(?:of|for)\s+(?P<e>.+?)\s+(?:and|to)\s+(?P<f>.+?)(?=[?,;]|$)",
     re.I,
 )
+# Three or more names listed ("A, B, and C"): the operands of a sum or an average over them.
+_NAME = r"(?:[A-Z][\w.&'-]*)(?:\s+(?:[A-Z][\w.&'-]*|of|&))*"
+_NAMES_LISTED = re.compile(rf"{_NAME}(?:,\s+{_NAME})+,?\s+and\s+{_NAME}")
 _SHARED = re.compile(r"\s+(?:on|in|for|at|during)\s+(?=\S*[A-Z0-9])")  # before it: what both operands share
 _MORE = re.compile(r"\b(?:more|higher|greater|larger|bigger|most|highest|greatest|largest|biggest)\b", re.I)
 _LESS = re.compile(r"\b(?:less|lower|fewer|smaller|least|lowest|fewest|smallest)\b", re.I)
@@ -131,6 +134,15 @@ def operand_keys(question: str) -> list[str]:
     return []
 
 
+def listed_names(question: str) -> list[str]:
+    """Three or more names a question lists ("Mr. R.A. Shah, Mr. S.V. Shanbhag, and Mr. C.M. Maniar"):
+    what a sum or an average is over."""
+    named = _NAMES_LISTED.search(question)
+    if named is None:
+        return []
+    return [k.strip() for k in re.split(r",\s*(?:and\s+)?|\s+and\s+", named.group(0)) if k.strip()]
+
+
 def naming_terms(key: str) -> set[str]:
     """The words of an operand's key that tell it from the others: its names (capitalised words) and
     numbers, else all its words ("revenue of the North Sea" -> north, sea)."""
@@ -179,9 +191,10 @@ def cell_operand(
 
 def sentence_operand(key: str, passage: Passage, kind_of: set[str]) -> tuple[float, Operand] | None:
     """The number nearest after (or else before) `key` in a sentence, of the kind the other operands are."""
-    at = passage.text.lower().find(key.lower())
-    if at < 0:
+    said = re.search(rf"(?<![\w.,]){re.escape(key)}(?![\w,]|\.\d)", passage.text, re.I)
+    if said is None:  # "2002" is not said by "20023.68"
         return None
+    at = said.start()
     spans: list[Span] = [s for s in number_spans(passage.text) if not _YEAR.fullmatch(s.text)]
     if kind_of:
         spans = [s for s in spans if str(s.kind) in kind_of] or spans
@@ -267,6 +280,8 @@ def compute(question: str, items: Sequence[EvidenceItem], candidates: Sequence[P
     keys, larger = operand_keys(question), True
     if operation is None and (compared := comparison(question)) is not None:
         operation, (keys, larger) = "compare", compared
+    if operation in {"sum", "average"} and (names := listed_names(question)):
+        keys = names
     if operation is None or len(keys) < 2:
         return None
     if operation in {"difference", "ratio", "change", "compare"}:
