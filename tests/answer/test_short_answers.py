@@ -411,6 +411,6 @@ def test_a_sum_over_the_rows_a_question_lists():
 
 
 def test_a_year_is_not_said_inside_a_larger_number():
-    sentence = text_item("Surplus rose to 20023.68 in the year; dividends in 2002 were 1923.78 and in 2001 were 1767.80.")
+    sentence = text_item("Surplus rose to 20023.68; dividends in 2002 were 1923.78 and in 2001 were 1767.80.")
     answer = ask("How much higher were dividends in 2002 compared to 2001?", sentence)
     assert answer.meta["computation"] == "1923.78 \u2212 1767.80 = 155.98"
