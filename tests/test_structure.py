@@ -13,6 +13,7 @@ PACKAGE = SRC / "hyperfolio"
 # Each top-level part of the package and its tier: an import may go to its own tier or below, never up.
 TIERS = {
     "model": 0, "errors": 0, "version": 0, "timing": 0, "phrases": 0, "lexicon": 0, "textmatch": 0, "config": 0,
+    "labels": 0,  # the numbered labels documents give their parts ("Table 3"), read one way
     "render": 0,  # plain-data views of answers, for the faces' JSON
     "store": 1, "llm": 1, "embed": 1,
     "parse": 2, "cards": 2, "hypergraph": 2, "retrieve": 2, "answer": 2, "viz": 2,

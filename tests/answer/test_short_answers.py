@@ -208,6 +208,16 @@ def test_anchor_share_ignores_page_numbers_and_questions_in_capitals():
     assert anchor_phrases("WHAT IS THE USCA CASE NUMBER?") == []
 
 
+def test_an_anchor_misspelt_by_a_letter_or_written_apart_is_stated_but_a_changed_name_is_not():
+    from hyperfolio.answer.support import missing_anchors
+
+    evidence = passages(text_item("MQA Executive Leadership met Germans and Americans on March 31, 2003 by e-mail."))
+    assert missing_anchors("What did the Germen and Americen delegates sign on March 31,2003?", evidence) == []
+    assert missing_anchors("How was the Email sent?", evidence) == []
+    assert missing_anchors("Who is in the HAQ Executive Leadership?", evidence) == ["HAQ Executive Leadership"]
+    assert missing_anchors("Who met the Germans in Japan?", evidence) == ["Japan"]  # short words are exact
+
+
 def test_indian_digit_grouping_and_titled_names():
     found = {s.text: s.value for s in number_spans("Dividend of Rs. 3,02,16,492.00 against 1,20,000 and 1,234,567")}
     assert found == {"3,02,16,492.00": 30216492.0, "1,20,000": 120000.0, "1,234,567": 1234567.0}
