@@ -424,3 +424,10 @@ def test_a_year_is_not_said_inside_a_larger_number():
     sentence = text_item("Surplus rose to 20023.68; dividends in 2002 were 1923.78 and in 2001 were 1767.80.")
     answer = ask("How much higher were dividends in 2002 compared to 2001?", sentence)
     assert answer.meta["computation"] == "1923.78 \u2212 1767.80 = 155.98"
+
+
+def test_the_rows_of_the_kind_a_question_names_are_listed():
+    board = item(Chunk(page=9, order=0, modality="table", text="...", table=BOARD, table_header_rows=1), 1)
+    listed = ask("Who are the non-executive and independent directors? Enumerate them in a list.", board)
+    assert listed.short == "Mr. R.A. Shah, Mr. C.M. Maniar"  # the most specific kind said, not "Executive" too
+    assert ask("Who are the executive directors?", board).short == "Mr. K.K. Modi, Mr. S.V. Shanbhag"

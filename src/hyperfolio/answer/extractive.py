@@ -24,7 +24,7 @@ from hyperfolio.answer.inventory import inventory_answer
 from hyperfolio.answer.passages import Passage, disputed, passages, terms
 from hyperfolio.answer.short import short_answer
 from hyperfolio.answer.support import anchor_share, missing_anchors
-from hyperfolio.answer.table_answers import table_cell, table_extreme, table_filter
+from hyperfolio.answer.table_answers import table_category, table_cell, table_extreme, table_filter
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.model import Answer, Citation, EvidenceItem, EvidencePackage
 from hyperfolio.retrieve.encoding import TextCache
@@ -192,7 +192,11 @@ class ExtractiveAnswerer:
         rows, a threshold filters them, else a row and a column name a cell), then the items' passages."""
         found = [p for item in items for p in passages(item)][: self.max_candidates]
         found = [p for p in found if not disputed(p, evidence)]
-        derived = [p for item in items if (p := table_extreme(core, item) or table_filter(core, item))]
+        derived = [
+            p
+            for item in items
+            if (p := table_extreme(core, item) or table_filter(core, item) or table_category(core, item))
+        ]
         if not derived:
             derived = [p for item in items if (p := table_cell(core, item)) is not None]
         return derived + found

@@ -81,12 +81,7 @@ def table_filter(question: str, item: EvidenceItem) -> Passage | None:
     key = next((j for j in range(len(paths)) if j != col and any(_is_label(r, j) for r in body)), None)
     if key is None:
         return None
-    kinds = []  # "which executive directors": a label column the question names a value of
-    for j in range(len(paths)):
-        said = [j != key and _is_label(r, j) and set(terms(r[j])) <= q_terms for r in body]
-        if any(said) and not all(said):
-            kinds += list(dict.fromkeys(r[j] for r, keep in zip(body, said, strict=True) if keep))
-            body = [r for r, keep in zip(body, said, strict=True) if keep]
+    kinds, body = of_kind(body, key, q_terms)
     passing = []
     for row in body:
         value = cell_number(row[col]) if col < len(row) else None
@@ -102,6 +97,45 @@ def table_filter(question: str, item: EvidenceItem) -> Passage | None:
     if chunk.caption:
         text += f" ({chunk.caption})"
     return Passage(text, item, "derived", names)
+
+
+def of_kind(body: list[list[str]], key: int, q_terms: set[str]) -> tuple[list[str], list[list[str]]]:
+    """ "Which executive directors", "the non-executive and independent directors": the rows whose value
+    in a label column is one the question says, the most specific said ("Non-Executive & Independent"
+    over "Executive", both said); the values and the rows, all rows when no column sorts them so."""
+    kinds: list[str] = []
+    for j in range(max((len(r) for r in body), default=0)):
+        said = [
+            len(set(terms(r[j]))) if j != key and _is_label(r, j) and set(terms(r[j])) <= q_terms else 0 for r in body
+        ]
+        most = max(said, default=0)
+        keep = [n == most for n in said]
+        if most and not all(keep):
+            kinds += list(dict.fromkeys(r[j] for r, kept in zip(body, keep, strict=True) if kept))
+            body = [r for r, kept in zip(body, keep, strict=True) if kept]
+    return kinds, body
+
+
+_WHICH_ROWS = re.compile(r"^\s*(?:who|which|what)\s+(?:\w+\s+)?(?:are|were)\b|\b(?:list|enumerate)\b", re.I)
+
+
+def table_category(question: str, item: EvidenceItem) -> Passage | None:
+    """ "Who are the non-executive and independent directors?": the keys of the rows of the kind the
+    question names, when a label column sorts the table's rows into kinds."""
+    chunk = item.chunk
+    if not _WHICH_ROWS.search(question) or chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
+        return None
+    paths = header_paths(chunk.table, chunk.table_header_rows)
+    body = [[c.strip() for c in row] for row in chunk.table[chunk.table_header_rows :]]
+    key = next((j for j in range(len(paths)) if any(_is_label(r, j) for r in body)), None)
+    if key is None:
+        return None
+    kinds, rows = of_kind(body, key, set(terms(question)))
+    names = [r[key] for r in rows if key < len(r) and r[key]]
+    if not kinds or len(names) < 2:
+        return None
+    text = f"{' '.join(paths[key])} ({', '.join(kinds)}): {', '.join(names)}"
+    return Passage(text + (f" ({chunk.caption})" if chunk.caption else ""), item, "derived", ", ".join(names))
 
 
 def _is_label(row: list[str], col: int) -> bool:
