@@ -19,3 +19,21 @@ QUESTION_WORDS: frozenset[str] = frozenset(
 JOINING_WORDS: frozenset[str] = frozenset(
     "a an and as at by for from in into of on or the to with & via vs vs. versus about under toward towards".split()
 )
+
+# A number written as a word, as counts and page numbers are.
+NUMBER_WORDS: dict[str, int] = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+}  # fmt: skip
+
+# A place in order written as a word: "the second page", "the third quarter", "the fourth bullet".
+ORDINAL_WORDS: dict[str, int] = {
+    word: place
+    for place, word in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+        "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split(),
+        1,
+    )
+}

@@ -14,6 +14,8 @@ import unicodedata
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+from hyperfolio.lexicon import NUMBER_WORDS
+
 # A number with fewer significant digits ("3", "2 million") occurs in many chunks by chance (list
 # items, footnote marks, table numbers), so matching it alone does not show support: the answer's
 # words must agree as well. "12", "1,850" or "0.5" rarely turn up by chance.
@@ -25,15 +27,9 @@ ROUNDING_MIN_DIGITS = 2
 
 _SCALES = {"thousand": 3, "k": 3, "million": 6, "mn": 6, "mln": 6, "m": 6, "billion": 9, "bn": 9, "b": 9}
 _SCALES |= {"trillion": 12, "tn": 12}
-# Number words count as the numbers they name; "one" does not: it is far more often a pronoun.
-_NUMBER_WORDS = {
-    word: value
-    for value, word in enumerate(
-        "zero - two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
-    if word != "-"
-} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+# Number words count as the numbers they name; "one" does not (it is far more often a pronoun), nor
+# "hundred" (a scale: "two hundred").
+_NUMBER_WORDS = {word: value for word, value in NUMBER_WORDS.items() if word not in {"one", "hundred"}}
 _NUMBER = re.compile(
     r"(?<!\d)(?<!\d\.)"  # not the middle of a number already read ("3.2.1" is 3.2)
     r"(\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+)?"  # grouped thousands or plain digits, then decimals

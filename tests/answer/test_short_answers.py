@@ -431,3 +431,16 @@ def test_the_rows_of_the_kind_a_question_names_are_listed():
     listed = ask("Who are the non-executive and independent directors? Enumerate them in a list.", board)
     assert listed.short == "Mr. R.A. Shah, Mr. C.M. Maniar"  # the most specific kind said, not "Executive" too
     assert ask("Who are the executive directors?", board).short == "Mr. K.K. Modi, Mr. S.V. Shanbhag"
+
+
+def test_an_ordinal_item_is_read_from_the_list_under_the_heading_the_question_names():
+    install = text_item("3.5.3 Installation\n• Leave room for air. • Keep it away from radiators. • Mount it level.")
+    safety = text_item(
+        "3.5.2 Safety\n• Use the supplied adaptor. • Operate the unit on 100-240V AC only. • Unplug it when idle.",
+        rank=2,
+    )
+    assert ask("What is the second bullet point for safety?", install, safety).short == (
+        "Operate the unit on 100-240V AC only."
+    )
+    assert ask("What is the last step of the installation?", install, safety).short == "Mount it level."
+    assert ask("What is the 5th bullet point for safety?", install, safety).short != "Unplug it when idle."

@@ -19,6 +19,7 @@ import numpy as np
 from hyperfolio.answer.expected import NUMERIC, Kind, core_question, expected_kind
 from hyperfolio.answer.passages import Passage, terms
 from hyperfolio.answer.spans import CORPORATE, Span, in_format, name_spans, typed_spans
+from hyperfolio.lexicon import ORDINAL_WORDS
 
 READ_PASSAGES = 6  # best passages a short answer is read from
 NEAR_WORDS = 12  # proximity falls to half this many words away from the question's words
@@ -350,6 +351,50 @@ def part_title(
     return None
 
 
+_PLACE_WORD = "|".join([*ORDINAL_WORDS, "last"])
+_ORDINAL_ITEM = re.compile(
+    rf"\b(?:the\s+)?({_PLACE_WORD}|\d{{1,2}}(?:st|nd|rd|th))\s+(bullet(?:\s+point)?|point|item|step|entry|"
+    r"objective|goal|recommendation|question|requirement|tip|rule|principle|reason|example)s?\b",
+    re.I,
+)
+# Where a list's items part: a bullet, a dash opening a line, a number or a letter opening a line.
+_BULLET = re.compile(r"\s*[\u2022\u25aa\u25cf\u25e6\uf0b7]\s*|\n\s*[-\u2013*]\s+|\n\s*(?:\d{1,2}|[a-z])[.)]\s+")
+
+
+def list_items(text: str) -> tuple[str, list[str]]:
+    """The heading a bulleted text opens with and its items ("3.5.2 Safety • Use ... • Operate ...");
+    no items when it holds fewer than two."""
+    parts = [p.strip() for p in _BULLET.split(text)]
+    heading, items = parts[0], [" ".join(p.split()) for p in parts[1:] if p]
+    return heading, items if len(items) >= 2 else []
+
+
+def ordinal_item(
+    question: str, ranked: Sequence[tuple[Passage, float]], every: Sequence[Passage] = ()
+) -> ShortAnswer | None:
+    """ "What is the second bullet point for safety?": that item of the bulleted list whose heading (or
+    section) says what the question names, in the best passages' chunks first, then any of the evidence."""
+    asked = _ORDINAL_ITEM.search(question)
+    if asked is None:
+        return None
+    said = asked.group(1).lower()
+    place = -1 if said == "last" else ORDINAL_WORDS.get(said) or int(re.sub(r"\D", "", said))
+    about = set(terms(question[: asked.start()] + " " + question[asked.end() :])) - set(terms(asked.group(2)))
+    floor = ranked[-1][1] if ranked else 0.0
+    seen: set[str] = set()
+    for passage, score in [*ranked, *((p, floor) for p in every)]:
+        chunk = passage.item.chunk
+        if chunk.chunk_id in seen:
+            continue
+        seen.add(chunk.chunk_id)
+        heading, items = list_items(chunk.text)
+        named = set(terms(heading)) | set(terms(" ".join(chunk.section_path[-1:])))
+        if items and about & named and len(items) >= abs(place):
+            item = items[place - 1] if place > 0 else items[-1]
+            return ShortAnswer(item, Kind.TEXT, Passage(item, passage.item, "sentence"), score)
+    return None
+
+
 def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
     """ "What type of court ...?": the capitalised word the best passages set before that noun, the noun
     included ("SUPERIOR COURT", "District Court": a place before them is where, not what type)."""
@@ -389,7 +434,8 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     if kind == Kind.COUNT and (count := counted(question, ranked)) is not None:
         return count
     if kind in (Kind.NAME, Kind.TEXT):
-        named = agent_named(question, ranked, candidates) or type_named(question, ranked)
+        named = ordinal_item(question, ranked, candidates) or agent_named(question, ranked, candidates)
+        named = named or type_named(question, ranked)
         named = named or keyed_entry(question, ranked) or part_title(question, ranked, candidates)
         if (named := named or one_of_two(question, ranked)) is not None:
             return named

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from hyperfolio.answer.expected import Kind
+from hyperfolio.lexicon import NUMBER_WORDS
 from hyperfolio.phrases import find_phrases
 
 _MONTH = (
@@ -33,12 +34,6 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _WEB = re.compile(r"\b(?:https?://|www\.)[^\s,;)]+", re.I)
 _PHONE = re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])")
 _CODE = re.compile(r"\b(?=[A-Z0-9-]*\d)(?:[A-Z0-9]+[-/])+[A-Z0-9]+\b|\b\d{5,}\b")
-NUMBER_WORDS = {  # a number written as a word, as counts and page numbers are
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
-    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-    "hundred": 100,
-}  # fmt: skip
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.I)
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from hyperfolio.cards.card import DocumentCard
 from hyperfolio.cards.names import DISTINCT, NameIndex, core, name_score
+from hyperfolio.lexicon import ORDINAL_WORDS
 
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 _Y = r"((?:19|20)\d{2}|'?\d{2})"
 _FY = re.compile(r"\bFY\s*'?((?:19|20)?\d{2})\b|\bfiscal\s+(?:year\s+)?((?:19|20)\d{2})\b", re.IGNORECASE)
 _QUARTERS = [
@@ -73,7 +73,7 @@ def _quarters(question: str) -> list[tuple[int, int | None]]:
             elif number == 2:
                 found.append((int(m[1]), _year(m[2])))
             else:
-                found.append((_ORDINALS[m[1].lower()], _year(m[2])))
+                found.append((ORDINAL_WORDS[m[1].lower()], _year(m[2])))
     dated = {q for q, y in found if y is not None}
     return list(dict.fromkeys((q, y) for q, y in found if y is not None or q not in dated))
 

@@ -20,13 +20,14 @@ from hyperfolio.cards.periods import (
 )
 from hyperfolio.cards.sec import SecFacts, sec_facts
 from hyperfolio.cards.toc import document_toc
+from hyperfolio.lexicon import ORDINAL_WORDS
 from hyperfolio.model import Document
 from hyperfolio.parse.cover import COVER_PAGES, Cover, cover_from_document
 from hyperfolio.parse.file_titles import file_title
 from hyperfolio.parse.furniture import is_furniture, is_noise
 from hyperfolio.parse.title import choose_title, printed_page_title
 
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "q1": 1, "q2": 2, "q3": 3, "q4": 4}
+_ORDINALS = {**ORDINAL_WORDS, "q1": 1, "q2": 2, "q3": 3, "q4": 4}
 _QUARTER = re.compile(
     r"\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter(?:\s+(?:of\s+)?(?:fiscal\s+)?(?:year\s+)?((?:19|20)\d{2}))?"
     r"|\b(Q[1-4])\s*[/'’\-]?\s*((?:19|20)?\d{2})\b|\b((?:19|20)\d{2})\s*(Q[1-4])\b",

@@ -13,16 +13,12 @@ import re
 from dataclasses import dataclass, replace
 
 from hyperfolio.answer.expected import core_question
-from hyperfolio.answer.spans import NUMBER_WORDS
+from hyperfolio.lexicon import NUMBER_WORDS, ORDINAL_WORDS
 from hyperfolio.model import Chunk, EvidenceItem, EvidencePackage, PageScore
 from hyperfolio.retrieve.base import Query, RetrievalContext
 from hyperfolio.retrieve.evidence import cite, led_by
 
 _PAGE_WORDS = {word: int(value) for word, value in NUMBER_WORDS.items() if value <= 20}  # "page fourteen"
-_ORDINALS = (
-    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
-    "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
-).split()
 _NUMBERED = re.compile(
     r"\b(?:pages?|slides?|p\.)\s*(\d{1,5}(?:\s*(?:,|and|&)\s*\d{1,5})*)\b|"
     rf"\b(?:pages?|slides?)\s+({'|'.join(_PAGE_WORDS)})\b",
@@ -30,7 +26,7 @@ _NUMBERED = re.compile(
 )
 _COUNTED = re.compile(
     r"\b(?:the\s+)?(second[- ]to[- ]last|second[- ]last|penultimate|last|final|"
-    rf"{'|'.join(_ORDINALS)})\s+(?:page|slide)\b|"
+    rf"{'|'.join(ORDINAL_WORDS)})\s+(?:page|slide)\b|"
     r"\b(?:page|slide)\s+at\s+the\s+(second[- ]last|last)\b|"
     r"\b(?:on|in|of)\s+the\s+(cover)(?:\s+page)?\b(?!\s+(?:letter|story|image))",
     re.I,
@@ -69,7 +65,7 @@ def asked_pages(question: str) -> AskedPages:
         elif said in _FROM_END:
             counted.add(_FROM_END[said])
         else:
-            counted.add(_ORDINALS.index(said) + 1)
+            counted.add(ORDINAL_WORDS[said])
     return AskedPages(frozenset(numbers), frozenset(counted))
 
 
