@@ -444,3 +444,18 @@ def test_an_ordinal_item_is_read_from_the_list_under_the_heading_the_question_na
     )
     assert ask("What is the last step of the installation?", install, safety).short == "Mount it level."
     assert ask("What is the 5th bullet point for safety?", install, safety).short != "Unplug it when idle."
+
+
+def test_a_party_is_read_off_its_side_of_the_case_caption():
+    caption = text_item(
+        "Superior Court of Delaware. Case 11A-06-001.\nDiane HANSON, Plaintiff,\nv. DELAWARE STATE PUBLIC INTEGRITY\n"
+        "COMMISSION, Defendant.\nAug. 30, 2012."
+    )
+    assert ask("Who is the defendant of this case?", caption).short == "DELAWARE STATE PUBLIC INTEGRITY COMMISSION"
+    assert ask("Who is the plaintiff of this case?", caption).short == "Diane HANSON"
+    parties = text_item(
+        "MARTIN COWEN, an individual, LIBERTARIAN PARTY OF GEORGIA, INC., a Georgia nonprofit corporation,\n"
+        "Plaintiffs-Appellees,\nversus\nSECRETARY OF STATE FOR THE STATE OF GEORGIA,\nDefendant-Appellant."
+    )
+    assert ask("What company is a plaintiff?", parties).short == "LIBERTARIAN PARTY OF GEORGIA, INC"
+    assert ask("Who is the defendant?", parties).short == "SECRETARY OF STATE FOR THE STATE OF GEORGIA"

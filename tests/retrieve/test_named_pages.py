@@ -50,6 +50,10 @@ def test_questions_name_pages_by_number_word_and_position():
     assert asked_pages("What type of court is noted on the cover page?").counted == {1}
     assert not asked_pages("How many pages include figures of people?")
     assert not asked_pages("What does the cover letter say?")
+    # a case's parties, number and date are on its first page, asked for or not
+    assert asked_pages("Who is the defendant of this case?").counted == {1}
+    assert asked_pages("WHAT IS USCA CASE NUMBER?").counted == {1}
+    assert not asked_pages("What did the defendant argue about the fee?")
 
 
 def test_a_page_is_named_as_printed_else_as_counted():

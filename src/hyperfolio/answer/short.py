@@ -395,6 +395,51 @@ def ordinal_item(
     return None
 
 
+_PARTY = re.compile(r"\b(plaintiff|defendant|appellant|appellee|petitioner|respondent)s?\b", re.I)
+_FIRST_PARTY = frozenset({"plaintiff", "appellant", "petitioner"})  # named before "v."
+_VERSUS = re.compile(r"\s(?:v\.|vs\.?|versus)\s", re.I)
+CAPTION_CHARS = 300  # how far either side of "v." a case caption names its parties
+
+
+def _runs(names: list[Span], text: str) -> list[str]:
+    """Names that stand side by side with only spaces between read as one ("Diane" "HANSON")."""
+    joined: list[list[Span]] = []
+    for name in names:
+        if joined and not text[joined[-1][-1].end : name.start].strip():
+            joined[-1].append(name)
+        else:
+            joined.append([name])
+    return [text[run[0].start : run[-1].end] for run in joined]
+
+
+def party_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """ "Who is the defendant of this case?": the party a case's caption names on that side of "v."
+    ("Diane HANSON v. DELAWARE STATE PUBLIC INTEGRITY COMMISSION"), a company among them when the
+    question asks for one."""
+    asked = _PARTY.search(question)
+    if asked is None:
+        return None
+    first = asked.group(1).lower() in _FIRST_PARTY
+    for passage, score in ranked:
+        text = " ".join(passage.item.chunk.text.split())
+        split = _VERSUS.search(text)
+        if split is None:
+            continue
+        side = (
+            text[max(0, split.start() - CAPTION_CHARS) : split.start()]
+            if first
+            else text[split.end() :][:CAPTION_CHARS]
+        )
+        names = [n for n in name_spans(side) if not _PARTY.search(n.text)]
+        runs = _runs(names, side)
+        if _ASKS_COMPANY.search(question):
+            runs = [r for r in runs if CORPORATE.search(r)] or runs
+        if runs:  # the party nearest "v." (before it, the court and the case number come first)
+            name = runs[-1] if first else runs[0]
+            return ShortAnswer(name, Kind.NAME, Passage(side.strip(), passage.item, "sentence"), score)
+    return None
+
+
 def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
     """ "What type of court ...?": the capitalised word the best passages set before that noun, the noun
     included ("SUPERIOR COURT", "District Court": a place before them is where, not what type)."""
@@ -434,7 +479,8 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     if kind == Kind.COUNT and (count := counted(question, ranked)) is not None:
         return count
     if kind in (Kind.NAME, Kind.TEXT):
-        named = ordinal_item(question, ranked, candidates) or agent_named(question, ranked, candidates)
+        named = ordinal_item(question, ranked, candidates) or party_named(question, ranked)
+        named = named or agent_named(question, ranked, candidates)
         named = named or type_named(question, ranked)
         named = named or keyed_entry(question, ranked) or part_title(question, ranked, candidates)
         if (named := named or one_of_two(question, ranked)) is not None:

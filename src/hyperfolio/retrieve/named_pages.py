@@ -31,6 +31,15 @@ _COUNTED = re.compile(
     r"\b(?:on|in|of)\s+the\s+(cover)(?:\s+page)?\b(?!\s+(?:letter|story|image))",
     re.I,
 )
+# What a document's first page says of it, asked without naming a page: a case's parties, its number and
+# filing, the document's date ("Who is the defendant of this case?", "What is the USCA case number?").
+_FIRST_PAGE_ASKED = re.compile(
+    r"^\s*(?:who|what|which)\b[^?]*\b(?:is|are|was|were)\s+(?:an?|the)\s+"
+    r"(?:plaintiff|defendant|appellant|appellee|petitioner|respondent)s?\b(?:\s+(?:of|in)\s+(?:this|the)\s+\w+)?\W*$|"
+    r"\b(?:case|docket|filing)\s+(?:number|no\.?|id)\b|"
+    r"\bdate of (?:the|this) (?:document|report|letter|filing|opinion)\b",
+    re.I,
+)
 _FROM_END = {"last": -1, "final": -1, "second last": -2, "second-last": -2, "penultimate": -2}
 
 
@@ -48,7 +57,8 @@ class AskedPages:
 
 def asked_pages(question: str) -> AskedPages:
     """The pages `question` names, if any; not those of an example of how to write the answer ("formatted
-    as a list like ['Page 2', 'Page 4']")."""
+    as a list like ['Page 2', 'Page 4']"). A question after what a first page says (a case's parties,
+    number or date) names the first page."""
     question = core_question(question)
     numbers: set[int] = set()
     for match in _NUMBERED.finditer(question):
@@ -66,6 +76,8 @@ def asked_pages(question: str) -> AskedPages:
             counted.add(_FROM_END[said])
         else:
             counted.add(ORDINAL_WORDS[said])
+    if not numbers and not counted and _FIRST_PAGE_ASKED.search(question):
+        counted.add(1)
     return AskedPages(frozenset(numbers), frozenset(counted))
 
 
