@@ -322,6 +322,9 @@ def test_what_type_of_a_thing_is_read_before_its_noun():
     cover = text_item("CANADA PROVINCE OF QUEBEC DISTRICT OF MONTREAL SUPERIOR COURT (Class Action) No: 500-06")
     assert ask("What type of court is noted on the cover page?", cover).short == "SUPERIOR COURT"
     assert ask("What type of court heard it?", text_item("The Court dismissed the motion.")).short != "The Court"
+    prose = text_item("The defendant refers this Honourable Court to the judgment of the court.")
+    caption = text_item("SUPERIOR COURT\n(Class Action)", rank=2)
+    assert ask("What type of court is noted on the cover page?", prose, caption).short == "SUPERIOR COURT"
 
 
 def test_a_name_run_over_a_line_break_is_found_where_it_stands():

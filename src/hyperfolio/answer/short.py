@@ -442,17 +442,22 @@ def party_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> Short
 
 def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
     """ "What type of court ...?": the capitalised word the best passages set before that noun, the noun
-    included ("SUPERIOR COURT", "District Court": a place before them is where, not what type)."""
+    included ("SUPERIOR COURT", "District Court": a place before them is where, not what type); one set
+    as a line of its own (a caption's "SUPERIOR COURT") before one in a sentence ("this Honourable Court")."""
     asked = _TYPE_OF.search(question)
     if asked is None:
         return None
     noun = re.escape(asked.group(1))
     named = re.compile(rf"\b([A-Z][\w'\u2019-]*\s+)(?i:{noun})\b")
+    found: list[tuple[bool, ShortAnswer]] = []
     for passage, score in ranked:
-        for found in named.finditer(passage.text[passage.lead :]):
-            if terms(found.group(1)):  # "The Court": no type said
-                return ShortAnswer(" ".join(found.group(0).split()), Kind.NAME, passage, score)
-    return None
+        text = passage.text  # a heading may be just where the type is said
+        for match in named.finditer(text):
+            if terms(match.group(1)):  # "The Court": no type said
+                line = text[text.rfind("\n", 0, match.start()) + 1 :].split("\n", 1)[0]
+                whole = line.strip() == match.group(0).strip()
+                found.append((whole, ShortAnswer(" ".join(match.group(0).split()), Kind.NAME, passage, score)))
+    return next((a for whole, a in found if whole), found[0][1] if found else None)
 
 
 def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarray) -> ShortAnswer | None:
