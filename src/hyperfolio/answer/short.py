@@ -454,8 +454,8 @@ def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortA
         text = passage.text  # a heading may be just where the type is said
         for match in named.finditer(text):
             if terms(match.group(1)):  # "The Court": no type said
-                line = text[text.rfind("\n", 0, match.start()) + 1 :].split("\n", 1)[0]
-                whole = line.strip() == match.group(0).strip()
+                lines = {" ".join(line.split()) for line in passage.item.chunk.text.split("\n")}
+                whole = " ".join(match.group(0).split()) in lines
                 found.append((whole, ShortAnswer(" ".join(match.group(0).split()), Kind.NAME, passage, score)))
     return next((a for whole, a in found if whole), found[0][1] if found else None)
 
