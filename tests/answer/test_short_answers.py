@@ -462,3 +462,12 @@ def test_a_party_is_read_off_its_side_of_the_case_caption():
     )
     assert ask("What company is a plaintiff?", parties).short == "LIBERTARIAN PARTY OF GEORGIA, INC"
     assert ask("Who is the defendant?", parties).short == "SECRETARY OF STATE FOR THE STATE OF GEORGIA"
+
+
+def test_the_longest_of_the_durations_a_list_gives_its_entries():
+    programmes = text_item(
+        "Programme Full-Time\nLeaders in Education Programme 7 months\nManagement and Leadership in\n"
+        "Schools Programme 17 weeks\nBuilding Educational Bridges 2 weeks"
+    )
+    assert ask("Which programme has the longest time period?", programmes).short == "Leaders in Education Programme"
+    assert ask("Which programme is the shortest?", programmes).short == "Building Educational Bridges"

@@ -19,7 +19,7 @@ import numpy as np
 from hyperfolio.answer.expected import NUMERIC, Kind, core_question, expected_kind
 from hyperfolio.answer.passages import Passage, terms
 from hyperfolio.answer.spans import CORPORATE, Span, in_format, name_spans, typed_spans
-from hyperfolio.lexicon import ORDINAL_WORDS
+from hyperfolio.lexicon import JOINING_WORDS, ORDINAL_WORDS
 
 READ_PASSAGES = 6  # best passages a short answer is read from
 NEAR_WORDS = 12  # proximity falls to half this many words away from the question's words
@@ -440,6 +440,43 @@ def party_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> Short
     return None
 
 
+_LONGEST = re.compile(r"\b(longest|shortest)\b", re.I)
+_DURATION = re.compile(r"\b(\d+(?:\.\d+)?)\s*(hours?|days?|weeks?|months?|years?)\b", re.I)
+_DAYS = {"hour": 1 / 24, "day": 1, "week": 7, "month": 30.4, "year": 365.25}
+
+
+def duration_extreme(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """ "Which programme has the longest time period?": of the things a passage's chunk lists each with
+    its duration on its line ("Leaders in Education Programme 7 months", "... Schools Programme 17
+    weeks"), the one whose duration is the longest (or shortest), durations compared in days."""
+    asked = _LONGEST.search(question)
+    if asked is None:
+        return None
+    pick = max if asked.group(1).lower() == "longest" else min
+    seen: set[str] = set()
+    for passage, score in ranked:
+        chunk = passage.item.chunk
+        if chunk.chunk_id in seen:
+            continue
+        seen.add(chunk.chunk_id)
+        lines = chunk.text.split("\n")
+        timed = []
+        for at, line in enumerate(lines):
+            said = _DURATION.search(line)
+            label = line[: said.start()].strip(" :-\u2013,") if said else ""
+            if said is None or not label:
+                continue
+            before = lines[at - 1].split() if at else []
+            if before and before[-1].lower() in JOINING_WORDS:  # "Management and Leadership in" / "Schools ..."
+                label = f"{lines[at - 1].strip()} {label}"
+            unit = said.group(2).lower().rstrip("s")
+            timed.append((float(said.group(1)) * _DAYS[unit], label))
+        if len(timed) >= 2:
+            _, label = pick(timed)
+            return ShortAnswer(label, Kind.NAME, passage, score)
+    return None
+
+
 def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
     """ "What type of court ...?": the capitalised word the best passages set before that noun, the noun
     included ("SUPERIOR COURT", "District Court": a place before them is where, not what type); one set
@@ -486,7 +523,7 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     if kind in (Kind.NAME, Kind.TEXT):
         named = ordinal_item(question, ranked, candidates) or party_named(question, ranked)
         named = named or agent_named(question, ranked, candidates)
-        named = named or type_named(question, ranked)
+        named = named or type_named(question, ranked) or duration_extreme(question, ranked)
         named = named or keyed_entry(question, ranked) or part_title(question, ranked, candidates)
         if (named := named or one_of_two(question, ranked)) is not None:
             return named
