@@ -471,3 +471,18 @@ def test_the_longest_of_the_durations_a_list_gives_its_entries():
     )
     assert ask("Which programme has the longest time period?", programmes).short == "Leaders in Education Programme"
     assert ask("Which programme is the shortest?", programmes).short == "Building Educational Bridges"
+
+
+def test_a_definition_is_the_sentence_after_the_term_set_as_a_run_in_heading():
+    laws = text_item(
+        "Gestalt Principles of Visual Perception\nProximity. We see objects close together as a group.\n"
+        "Law of good Gestalt. Elements of objects tend to be\nperceptually grouped together if they form a pattern "
+        "that is regular, simple, and orderly. This law implies that people eliminate complexity."
+    )
+    assert ask("How does this document define the law of good gestalt?", laws).short == (
+        "Elements of objects tend to be perceptually grouped together if they form a pattern that is regular, "
+        "simple, and orderly."
+    )
+    assert ask("What is the definition of proximity in this report?", laws).short == (
+        "We see objects close together as a group."
+    )

@@ -337,11 +337,42 @@ def type_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortA
     return next((a for whole, a in found if whole), found[0][1] if found else None)
 
 
+_DEFINE = re.compile(
+    r"\b(?:how\s+(?:does|do|is|are)\b.{0,60}?\bdefined?|define|definition\s+of|meaning\s+of)\s+"
+    r"(?:the\s+(?:term\s+|word\s+)?)?(?P<term>[^?]{3,80}?)\s*(?:\bas\b.*)?\??\s*$",
+    re.I,
+)
+
+
+def definition(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """ "How does this document define the law of good gestalt?": the sentence after the term set as a
+    run-in heading ("Law of good Gestalt. Elements of objects tend to be ..."), in the best passages'
+    chunks."""
+    asked = _DEFINE.search(question)
+    if asked is None:
+        return None
+    term = re.sub(r"^(?:the|a|an)\s+", "", asked.group("term").strip(" ."), flags=re.I)
+    term = re.sub(r"\s+(?:in|by|according\s+to)\s+(?:this|the)\s+\w+$", "", term, flags=re.I)  # "in this report"
+    heading = re.compile(rf"(?<!\w){re.escape(term)}\s*[.:\u2013\u2014-]\s+([A-Z][^.!?]*[.!?])", re.I)
+    seen: set[str] = set()
+    for passage, score in ranked:
+        chunk = passage.item.chunk
+        if chunk.chunk_id in seen:
+            continue
+        seen.add(chunk.chunk_id)
+        found = heading.search(" ".join(chunk.text.split()))
+        if found is not None:
+            said = found.group(1)
+            return ShortAnswer(said, Kind.TEXT, Passage(said, passage.item, "sentence"), score)
+    return None
+
+
 def form_answer(question: str, ranked: Sequence[tuple[Passage, float]], every: Sequence[Passage]) -> ShortAnswer | None:
     """The answer of the first form `question` has whose reader finds it in the ranked passages (`every`:
     all passages, in reading order, where a reader may look past the best)."""
     return (
-        ordinal_item(question, ranked, every)
+        definition(question, ranked)
+        or ordinal_item(question, ranked, every)
         or party_named(question, ranked)
         or agent_named(question, ranked, every)
         or type_named(question, ranked)
