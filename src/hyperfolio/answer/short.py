@@ -19,6 +19,7 @@ from hyperfolio.answer.expected import NUMERIC, Kind, core_question, expected_ki
 from hyperfolio.answer.forms import ASKS_COMPANY, ShortAnswer, form_answer, one_of_two, opening_name, quoted_either
 from hyperfolio.answer.passages import Passage, terms
 from hyperfolio.answer.spans import CORPORATE, Span, in_format, name_spans, typed_spans
+from hyperfolio.answer.table_answers import asks_rows
 
 READ_PASSAGES = 6  # best passages a short answer is read from
 NEAR_WORDS = 12  # proximity falls to half this many words away from the question's words
@@ -226,8 +227,11 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     kind = expected_kind(question)
     asked, question = question, core_question(question)  # how to write the answer is not what it is about
     passage, score = ranked[0]
+    if asks_rows(question):  # the rows a superlative, threshold or kind picks answer it, ranked first or not
+        passage, score = next(((p, s) for p, s in ranked if p.kind == "derived" and p.value), ranked[0])
     if passage.value and (value := cell_value(asked, kind, passage.value)):  # a cell read off a table first
         return ShortAnswer(value, kind, passage, score)
+    passage, score = ranked[0]
     if quoted_either(asked) and (either := one_of_two(asked, ranked)) is not None:
         return either
     if kind == Kind.EXPLANATION:

@@ -53,7 +53,7 @@ def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
 
 _THRESHOLD = re.compile(
     r"\b(?:(more|greater|higher|larger|over|above|at least)|(fewer|less|lower|smaller|under|below|at most))"
-    r"(?:\s+than)?\s+(-?\d+(?:\.\d+)?)\b",
+    r"(?:\s+than)?\s+(-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?)\b",
     re.I,
 )
 
@@ -65,7 +65,7 @@ def table_filter(question: str, item: EvidenceItem) -> Passage | None:
     chunk = item.chunk
     if asked is None or chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
         return None
-    limit, above = float(asked.group(3)), bool(asked.group(1))
+    limit, above = float(asked.group(3).replace(",", "")), bool(asked.group(1))
     inclusive = asked.group(1 if above else 2).lower().startswith("at ")
     paths = header_paths(chunk.table, chunk.table_header_rows)
     body = [[c.strip() for c in row] for row in chunk.table[chunk.table_header_rows :]]
@@ -136,6 +136,13 @@ def table_category(question: str, item: EvidenceItem) -> Passage | None:
         return None
     text = f"{' '.join(paths[key])} ({', '.join(kinds)}): {', '.join(names)}"
     return Passage(text + (f" ({chunk.caption})" if chunk.caption else ""), item, "derived", ", ".join(names))
+
+
+def asks_rows(question: str) -> bool:
+    """Whether `question` asks something only a table's rows answer together: the row a superlative
+    picks, the rows a threshold passes, the rows of a kind."""
+    superlative = bool(_MAX_WORDS.search(question)) != bool(_MIN_WORDS.search(question))
+    return superlative or bool(_THRESHOLD.search(question)) or bool(_WHICH_ROWS.search(question))
 
 
 def _is_label(row: list[str], col: int) -> bool:
