@@ -11,7 +11,7 @@ question is not of its form or the evidence does not say it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from hyperfolio.answer.expected import Kind
@@ -191,6 +191,15 @@ _ORDINAL_ITEM = re.compile(
 _BULLET = re.compile(r"\s*[\u2022\u25aa\u25cf\u25e6\uf0b7]\s*|\n\s*[-\u2013*]\s+|\n\s*(?:\d{1,2}|[a-z])[.)]\s+")
 
 
+def by_chunk(ranked: Iterable[tuple[Passage, float]]) -> Iterator[tuple[Passage, float]]:
+    """The first of the ranked passages of each chunk, in rank order: readers that read whole chunks."""
+    seen: set[str] = set()
+    for passage, score in ranked:
+        if passage.item.chunk.chunk_id not in seen:
+            seen.add(passage.item.chunk.chunk_id)
+            yield passage, score
+
+
 def list_items(text: str) -> tuple[str, list[str]]:
     """The heading a bulleted text opens with and its items ("3.5.2 Safety • Use ... • Operate ...");
     no items when it holds fewer than two."""
@@ -211,12 +220,8 @@ def ordinal_item(
     place = -1 if said == "last" else ORDINAL_WORDS.get(said) or int(re.sub(r"\D", "", said))
     about = set(terms(question[: asked.start()] + " " + question[asked.end() :])) - set(terms(asked.group(2)))
     floor = ranked[-1][1] if ranked else 0.0
-    seen: set[str] = set()
-    for passage, score in [*ranked, *((p, floor) for p in every)]:
+    for passage, score in by_chunk([*ranked, *((p, floor) for p in every)]):
         chunk = passage.item.chunk
-        if chunk.chunk_id in seen:
-            continue
-        seen.add(chunk.chunk_id)
         heading, items = list_items(chunk.text)
         named = set(terms(heading)) | set(terms(" ".join(chunk.section_path[-1:])))
         if items and about & named and len(items) >= abs(place):
@@ -293,12 +298,8 @@ def duration_extreme(question: str, ranked: Sequence[tuple[Passage, float]]) -> 
     if asked is None:
         return None
     pick = max if asked.group(1).lower() == "longest" else min
-    seen: set[str] = set()
-    for passage, score in ranked:
+    for passage, score in by_chunk(ranked):
         chunk = passage.item.chunk
-        if chunk.chunk_id in seen:
-            continue
-        seen.add(chunk.chunk_id)
         lines = chunk.text.split("\n")
         timed = []
         for at, line in enumerate(lines):
@@ -354,12 +355,8 @@ def definition(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortA
     term = re.sub(r"^(?:the|a|an)\s+", "", asked.group("term").strip(" ."), flags=re.I)
     term = re.sub(r"\s+(?:in|by|according\s+to)\s+(?:this|the)\s+\w+$", "", term, flags=re.I)  # "in this report"
     heading = re.compile(rf"(?<!\w){re.escape(term)}\s*[.:\u2013\u2014-]\s+([A-Z][^.!?]*[.!?])", re.I)
-    seen: set[str] = set()
-    for passage, score in ranked:
+    for passage, score in by_chunk(ranked):
         chunk = passage.item.chunk
-        if chunk.chunk_id in seen:
-            continue
-        seen.add(chunk.chunk_id)
         found = heading.search(" ".join(chunk.text.split()))
         if found is not None:
             said = found.group(1)
