@@ -486,3 +486,8 @@ def test_a_definition_is_the_sentence_after_the_term_set_as_a_run_in_heading():
     assert ask("What is the definition of proximity in this report?", laws).short == (
         "We see objects close together as a group."
     )
+
+
+def test_a_sentence_that_ends_on_the_term_defines_nothing():
+    prose = text_item("Annotators disagree on hate speech. We claim that our annotation scheme helps.")
+    assert ask("What is their definition of hate speech?", prose).short != "We claim that our annotation scheme helps."

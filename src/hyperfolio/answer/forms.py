@@ -354,12 +354,13 @@ def definition(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortA
         return None
     term = re.sub(r"^(?:the|a|an)\s+", "", asked.group("term").strip(" ."), flags=re.I)
     term = re.sub(r"\s+(?:in|by|according\s+to)\s+(?:this|the)\s+\w+$", "", term, flags=re.I)  # "in this report"
-    heading = re.compile(rf"(?<!\w){re.escape(term)}\s*[.:\u2013\u2014-]\s+([A-Z][^.!?]*[.!?])", re.I)
+    # The term opens its line or sentence: a run-in heading, not a sentence that ends on it.
+    heading = re.compile(rf"(?:^|\n|[.!?]\s+){re.escape(term)}\s*[.:\u2013\u2014-]\s+([A-Z][^.!?]*[.!?])", re.I)
     for passage, score in by_chunk(ranked):
         chunk = passage.item.chunk
-        found = heading.search(" ".join(chunk.text.split()))
+        found = heading.search(chunk.text)
         if found is not None:
-            said = found.group(1)
+            said = " ".join(found.group(1).split())
             return ShortAnswer(said, Kind.TEXT, Passage(said, passage.item, "sentence"), score)
     return None
 
