@@ -129,9 +129,12 @@ def test_a_collection_written_by_the_previous_release_opens_migrated_and_ranks_t
                 now = [[i.chunk.chunk_id, i.chunk.page, round(i.score, 6)] for i in items]
                 assert now == old["ranked"][mode][question], (mode, question)
         answer = collection.ask(QUESTIONS[0], mode="bm25", doc=old["doc_id"])
-        # The same passage, cited the same; the answer now opens with its short answer (issue 30).
-        assert [[c.chunk_id, c.page] for c in answer.citations] == old["answer"][1]
-        assert answer.short and answer.support[0] in old["answer"][0]
+        # The same passage, cited the same; the answer now opens with its short answer (issue 30), read
+        # off the table's row the superlative picks, which it cites too.
+        cited = [[c.chunk_id, c.page] for c in answer.citations]
+        assert all(c in cited for c in old["answer"][1]), (cited, old["answer"][1])
+        assert answer.short == "Kestrel Harbour"
+        assert any(passage in old["answer"][0] for passage in answer.support)
 
     with sqlite3.connect(folder / DB_NAME) as db:
         version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
