@@ -491,3 +491,10 @@ def test_a_definition_is_the_sentence_after_the_term_set_as_a_run_in_heading():
 def test_a_sentence_that_ends_on_the_term_defines_nothing():
     prose = text_item("Annotators disagree on hate speech. We claim that our annotation scheme helps.")
     assert ask("What is their definition of hate speech?", prose).short != "We claim that our annotation scheme helps."
+
+
+def test_which_row_a_superlative_picks_is_named_whatever_the_column_measures():
+    assert ask(
+        "Which region had the lowest revenue?", text_item("Revenue fell in the south.", rank=1), table_item(2)
+    ).short == ("Iberia")
+    assert ask("What was the highest revenue?", table_item()).short != "North Sea"

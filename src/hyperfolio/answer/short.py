@@ -21,6 +21,7 @@ from hyperfolio.answer.passages import Passage, terms
 from hyperfolio.answer.spans import CORPORATE, Span, in_format, name_spans, typed_spans
 from hyperfolio.answer.table_answers import asks_rows
 
+_WHICH_ROWS_ASKED = re.compile(r"^\s*(?:which|who)\b", re.I)  # the row's key is the answer, whatever it measures
 READ_PASSAGES = 6  # best passages a short answer is read from
 NEAR_WORDS = 12  # proximity falls to half this many words away from the question's words
 STATED_COUNT_NEAR = 0.5  # a count within ~6 words of the question's words is the answer, not a list's length
@@ -229,6 +230,8 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     passage, score = ranked[0]
     if asks_rows(question):  # the rows a superlative, threshold or kind picks answer it, ranked first or not
         passage, score = next(((p, s) for p, s in ranked if p.kind == "derived" and p.value), ranked[0])
+        if passage.kind == "derived" and _WHICH_ROWS_ASKED.match(question):  # "which region": the row, not a sum
+            return ShortAnswer(passage.value, Kind.NAME, passage, score)
     if passage.value and (value := cell_value(asked, kind, passage.value)):  # a cell read off a table first
         return ShortAnswer(value, kind, passage, score)
     passage, score = ranked[0]
