@@ -262,7 +262,8 @@ class Collection:
 
     def document_first(self, evidence: EvidencePackage, doc: str | Sequence[str] | None = None) -> EvidencePackage:
         """Evidence ranked outside `retrieve` (the evaluation's held-out rankers) finished as `retrieve`
-        finishes it: the pages the question names, the parts it counts lead."""
+        finishes it: the pages the question names, the tables of its best page when it works on rows, the
+        parts it counts lead (`retrieve.run.document_first`)."""
         query = Query(text=evidence.question, k=self.settings.top_k, doc_ids=ready_scope(doc, self.resolve))
         return document_first(evidence, query, self.parts.retrieval_context(self._texts))
 
