@@ -15,6 +15,7 @@ import numpy as np
 import pymupdf
 import pytest
 
+from hyperfolio import Collection
 from hyperfolio.config import Settings
 from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder, make_embedder
 
@@ -158,6 +159,16 @@ def embedder() -> MiniLMEmbedder | Model2VecEmbedder:
 def minilm_fp32() -> MiniLMEmbedder:
     """Full-precision MiniLM on its whole 256-token window: the one sentence-transformers' vectors equal."""
     return MiniLMEmbedder()
+
+
+def indexed(root: Path, embedder, *sources: Path) -> Iterator[Collection]:  # noqa: ANN001 - any embedder
+    """A collection at `root / "col"` with `sources` added, every one indexed, closed after use (the body
+    of a module fixture: `yield from indexed(...)`)."""
+    col = Collection(root / "col", embedder=embedder)
+    added = col.add(list(sources))
+    assert not added.failed, [r.reason for r in added.failed]
+    yield col
+    col.close()
 
 
 def write_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:

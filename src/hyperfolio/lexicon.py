@@ -37,3 +37,7 @@ ORDINAL_WORDS: dict[str, int] = {
         1,
     )
 }
+
+# The parties a case's caption names, those named before its "v." first.
+CASE_PARTIES: tuple[str, ...] = ("plaintiff", "appellant", "petitioner", "defendant", "appellee", "respondent")
+FIRST_PARTIES: frozenset[str] = frozenset(CASE_PARTIES[:3])

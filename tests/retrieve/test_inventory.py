@@ -3,12 +3,9 @@ and the pages a label or a web address is on listed, from all of the document, e
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pymupdf
 import pytest
+from tests.conftest import indexed, write_pdf
 
-from hyperfolio import Collection
 from hyperfolio.answer.inventory import page_list
 from hyperfolio.labels import label_mentions, opening_label
 from hyperfolio.retrieve.inventory import Tally, asked_mentions, asked_tally, numbered_count
@@ -26,24 +23,10 @@ PAGES = [
 ]  # fmt: skip
 
 
-def _report(path: Path) -> Path:
-    doc = pymupdf.open()
-    for lines in PAGES:
-        page = doc.new_page()
-        for row, line in enumerate(lines):
-            page.insert_text((72, 90 + 40 * row), line, fontsize=11)
-    doc.save(path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("inventory")
-    col = Collection(root / "col", embedder=embedder)
-    added = col.add([_report(root / "wind.pdf")])
-    assert not added.failed, [r.reason for r in added.failed]
-    yield col
-    col.close()
+    yield from indexed(root, embedder, write_pdf(root / "wind.pdf", ["\n".join(lines) for lines in PAGES]))
 
 
 def test_labels_are_read_in_every_form_documents_print():

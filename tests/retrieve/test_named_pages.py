@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from tests.conftest import indexed
 
-from hyperfolio import Collection
 from hyperfolio.parse import parse_file
 from hyperfolio.parse.pdf.folios import label_folios
 from hyperfolio.parse.pdf.items import Item, PageData
@@ -34,11 +34,7 @@ def _manual(path: Path) -> Path:
 @pytest.fixture(scope="module")
 def manual(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("named-pages")
-    col = Collection(root / "col", embedder=embedder)
-    report = col.add([_manual(root / "manual.pdf")])
-    assert not report.failed, [r.reason for r in report.failed]
-    yield col
-    col.close()
+    yield from indexed(root, embedder, _manual(root / "manual.pdf"))
 
 
 def test_questions_name_pages_by_number_word_and_position():

@@ -4,8 +4,8 @@ that page's prose first and its table below the evidence's length."""
 from __future__ import annotations
 
 import pytest
+from tests.conftest import indexed
 
-from hyperfolio import Collection
 from hyperfolio.retrieve.page_tables import works_on_rows
 
 # Prose that says "highest throughput" over and over, in three sections, and a table that says it once:
@@ -39,11 +39,7 @@ def ports(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("page-tables")
     source = root / "ports.md"
     source.write_text(PORTS)
-    col = Collection(root / "col", embedder=embedder)
-    added = col.add([source])
-    assert not added.failed, [r.reason for r in added.failed]
-    yield col
-    col.close()
+    yield from indexed(root, embedder, source)
 
 
 def test_questions_on_rows_are_told_from_others():

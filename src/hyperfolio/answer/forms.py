@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from hyperfolio.answer.expected import Kind
 from hyperfolio.answer.passages import Passage, terms
 from hyperfolio.answer.spans import CORPORATE, Span, name_spans
-from hyperfolio.lexicon import JOINING_WORDS, ORDINAL_WORDS
+from hyperfolio.lexicon import CASE_PARTIES, FIRST_PARTIES, JOINING_WORDS, ORDINAL_WORDS
 
 ASKS_COMPANY = re.compile(r"\b(?:compan(?:y|ies)|firms?|corporations?|business(?:es)?)\b", re.I)
 
@@ -230,10 +230,7 @@ def ordinal_item(
     return None
 
 
-_PARTY = re.compile(r"\b(plaintiff|defendant|appellant|appellee|petitioner|respondent)s?\b", re.I)
-
-
-_FIRST_PARTY = frozenset({"plaintiff", "appellant", "petitioner"})  # named before "v."
+_PARTY = re.compile(rf"\b({'|'.join(CASE_PARTIES)})s?\b", re.I)
 
 
 _VERSUS = re.compile(r"\s(?:v\.|vs\.?|versus)\s", re.I)
@@ -260,7 +257,7 @@ def party_named(question: str, ranked: Sequence[tuple[Passage, float]]) -> Short
     asked = _PARTY.search(question)
     if asked is None:
         return None
-    first = asked.group(1).lower() in _FIRST_PARTY
+    first = asked.group(1).lower() in FIRST_PARTIES
     for passage, score in ranked:
         text = " ".join(passage.item.chunk.text.split())
         split = _VERSUS.search(text)

@@ -22,6 +22,16 @@ def cite(chunk: Chunk, titles: dict[str, str]) -> Citation:
     )
 
 
+def brought_in(
+    chunks: Sequence[Chunk], among: Sequence[EvidenceItem], score: float, titles: dict[str, str], source: str
+) -> list[EvidenceItem]:
+    """`chunks` as evidence items, each as ranked where `among` has it, else new at `score` and marked by
+    the rule that brought it (`source`, say "named_page"): a chunk a question's own words call for."""
+    ranked = {item.chunk.chunk_id: item for item in among}
+    unique = {chunk.chunk_id: chunk for chunk in chunks}.values()
+    return [ranked.get(c.chunk_id) or EvidenceItem(c, score, 0, cite(c, titles), {source: 1.0}) for c in unique]
+
+
 def led_by(items: Sequence[EvidenceItem], first: Sequence[EvidenceItem], limit: int) -> list[EvidenceItem]:
     """`first`, then the other items as ranked, at most `limit`, ranked anew: what a question asks of the
     document itself (a page it names, the parts it counts) leads whatever the ranking found."""

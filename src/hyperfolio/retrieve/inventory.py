@@ -18,9 +18,9 @@ from typing import Any
 from hyperfolio.answer.expected import Kind, core_question
 from hyperfolio.answer.spans import identifier_spans
 from hyperfolio.labels import Label, label_mentions, opening_label
-from hyperfolio.model import Chunk, EvidenceItem, EvidencePackage
+from hyperfolio.model import Chunk, EvidencePackage
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.evidence import cite, led_by
+from hyperfolio.retrieve.evidence import brought_in, led_by
 from hyperfolio.retrieve.named_pages import page_labels
 
 _PART_NOUNS = {
@@ -163,14 +163,6 @@ def mention_pages(target: str, kind: Kind | None, ctx: RetrievalContext, doc_id:
     return found
 
 
-def _shown(chunks: list[Chunk], evidence: EvidencePackage, ctx: RetrievalContext, limit: int) -> list[EvidenceItem]:
-    """`chunks` as evidence items (as ranked where the evidence has them), at most `limit`."""
-    top = max((item.score for item in evidence.items), default=1.0)
-    have = {item.chunk.chunk_id: item for item in evidence.items}
-    unique = list({c.chunk_id: c for c in chunks}.values())[:limit]
-    return [have.get(c.chunk_id) or EvidenceItem(c, top, 0, cite(c, ctx.titles), {"inventory": 1.0}) for c in unique]
-
-
 def inventory_first(evidence: EvidencePackage, query: Query, ctx: RetrievalContext) -> EvidencePackage:
     """The evidence with what the whole document says about the question's count or page list in
     `meta["inventory"]` and the chunks that show it first; unchanged when the question asks neither or
@@ -201,5 +193,7 @@ def inventory_first(evidence: EvidencePackage, query: Query, ctx: RetrievalConte
         chunks = [pages[page] for page in sorted(pages)]
     found["chunks"] = [c.chunk_id for c in chunks]
     limit = max(len(evidence.items), query.k)
-    items = led_by(evidence.items, _shown(chunks, evidence, ctx, limit), limit)
+    top = max((item.score for item in evidence.items), default=1.0)
+    leading = brought_in(chunks, evidence.items, top, ctx.titles, "inventory")[:limit]
+    items = led_by(evidence.items, leading, limit)
     return replace(evidence, items=items, meta={**evidence.meta, "inventory": found})

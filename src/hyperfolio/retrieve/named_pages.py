@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, replace
 
 from hyperfolio.answer.expected import core_question
-from hyperfolio.lexicon import NUMBER_WORDS, ORDINAL_WORDS
+from hyperfolio.lexicon import CASE_PARTIES, NUMBER_WORDS, ORDINAL_WORDS
 from hyperfolio.model import Chunk, EvidenceItem, EvidencePackage, PageScore
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.evidence import cite, led_by
+from hyperfolio.retrieve.evidence import brought_in, led_by
 
 _PAGE_WORDS = {word: int(value) for word, value in NUMBER_WORDS.items() if value <= 20}  # "page fourteen"
 _NUMBERED = re.compile(
@@ -35,7 +35,7 @@ _COUNTED = re.compile(
 # filing, the document's date ("Who is the defendant of this case?", "What is the USCA case number?").
 _FIRST_PAGE_ASKED = re.compile(
     r"^\s*(?:who|what|which)\b[^?]*\b(?:is|are|was|were)\s+(?:an?|the)\s+"
-    r"(?:plaintiff|defendant|appellant|appellee|petitioner|respondent)s?\b(?:\s+(?:of|in)\s+(?:this|the)\s+\w+)?\W*$|"
+    rf"(?:{'|'.join(CASE_PARTIES)})s?\b(?:\s+(?:of|in)\s+(?:this|the)\s+\w+)?\W*$|"
     r"\b(?:case|docket|filing)\s+(?:number|no\.?|id)\b|"
     r"\bdate of (?:the|this) (?:document|report|letter|filing|opinion)\b",
     re.I,
@@ -126,7 +126,7 @@ def _items_of(pages: list[tuple[str, int]], ctx: RetrievalContext, score: float)
     ids = [chunk_id for key in pages for chunk_id, _ in found.get(key, [])]
     chunks: dict[str, Chunk] = {c.chunk_id: c for c in ctx.store.get_chunks(ids)}
     ordered = sorted(chunks.values(), key=lambda c: (pages.index((c.doc_id, c.page)), c.order))
-    return [EvidenceItem(c, score, 0, cite(c, ctx.titles), {"named_page": 1.0}) for c in ordered]
+    return brought_in(ordered, [], score, ctx.titles, "named_page")
 
 
 def named_pages_first(evidence: EvidencePackage, query: Query, ctx: RetrievalContext) -> EvidencePackage:

@@ -14,9 +14,9 @@ from dataclasses import replace
 from hyperfolio.answer.arithmetic import listed_names, operation_of
 from hyperfolio.answer.expected import core_question
 from hyperfolio.answer.table_answers import asks_rows
-from hyperfolio.model import EvidenceItem, EvidencePackage
+from hyperfolio.model import EvidencePackage
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.evidence import cite
+from hyperfolio.retrieve.evidence import brought_in
 
 
 def works_on_rows(question: str) -> bool:
@@ -41,10 +41,7 @@ def page_tables_first(evidence: EvidencePackage, query: Query, ctx: RetrievalCon
         return evidence
     at = next((i + 1 for i, item in enumerate(top) if (item.chunk.doc_id, item.chunk.page) == key), 0)
     score = top[max(0, at - 1)].score
-    ranked = {item.chunk.chunk_id: item for item in below}
-    added = [
-        ranked.get(c.chunk_id) or EvidenceItem(c, score, 0, cite(c, ctx.titles), {"page_table": 1.0}) for c in tables
-    ]
+    added = brought_in(tables, below, score, ctx.titles, "page_table")
     moved = {c.chunk_id for c in tables}
     rest = [item for item in below if item.chunk.chunk_id not in moved]
     kept = [*top[:at], *added, *top[at:], *rest][: max(len(evidence.items), query.k)]
