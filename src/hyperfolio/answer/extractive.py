@@ -22,6 +22,7 @@ from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
 from hyperfolio.answer.expected import core_question
 from hyperfolio.answer.inventory import inventory_answer
 from hyperfolio.answer.passages import Passage, disputed, passages, terms
+from hyperfolio.answer.row_sums import row_sum
 from hyperfolio.answer.short import short_answer
 from hyperfolio.answer.support import anchor_share, missing_anchors
 from hyperfolio.answer.table_answers import table_category, table_cell, table_extreme, table_filter
@@ -226,7 +227,7 @@ class ExtractiveAnswerer:
             chosen = per_document(candidates, scores, self.min_score)
         else:
             chosen = [candidates[i] for i in pick(candidates, scores, self.max_passages, 0.8 * best)]
-        computed = None if across else compute(core, items, candidates)
+        computed = None if across else row_sum(core, items) or compute(core, items, candidates)
         short = None if across or computed else short_answer(question, candidates, scores)
         first = [o.passage for o in computed.operands] if computed else [short.passage] if short else []
         if computed is not None:  # the cited operands are the quote

@@ -1,8 +1,9 @@
 """A question that works on a table's rows reads the tables on the page of its best evidence.
 
 "Which executive directors attended more than 6 meetings?", "how many companies do A, B and C hold
-directorships of, collectively?", "which region has the highest revenue?": the answer is read off a
-table's rows together (`answer/table_answers.py`, `answer/arithmetic.py`), and a ranking that found the
+directorships of, collectively?", "which region has the highest revenue?", "the top-3 shareholders'
+combined share": the answer is read off a table's rows together (`answer/table_answers.py`,
+`answer/arithmetic.py`, `answer/row_sums.py`), and a ranking that found the
 right page may still rank that page's prose above its table. Such a question gets the tables of its best
 page right after that page's first chunk, within the evidence's length.
 """
@@ -13,6 +14,7 @@ from dataclasses import replace
 
 from hyperfolio.answer.arithmetic import listed_names, operation_of
 from hyperfolio.answer.expected import core_question
+from hyperfolio.answer.row_sums import asks_row_sum
 from hyperfolio.answer.table_answers import asks_rows
 from hyperfolio.model import EvidencePackage
 from hyperfolio.retrieve.base import Query, RetrievalContext
@@ -20,9 +22,11 @@ from hyperfolio.retrieve.evidence import brought_in
 
 
 def works_on_rows(question: str) -> bool:
-    """A superlative, a threshold, rows of a kind, or a sum or average over names the question lists."""
+    """A superlative, a threshold, rows of a kind, a sum or average over names the question lists, or a
+    sum of rows it asks as one quantity (two named shares, the top N)."""
     core = core_question(question)
-    return asks_rows(core) or (operation_of(core) in {"sum", "average"} and bool(listed_names(core)))
+    listed = operation_of(core) in {"sum", "average"} and bool(listed_names(core))
+    return asks_rows(core) or listed or asks_row_sum(core)
 
 
 def page_tables_first(evidence: EvidencePackage, query: Query, ctx: RetrievalContext) -> EvidencePackage:
