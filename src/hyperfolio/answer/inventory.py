@@ -1,13 +1,14 @@
 """The answer to a question about what a whole document holds, as the retrieval step read it
-(`retrieve/inventory.py`): the count of its numbered tables, figures, appendices ... with each one's
-page, or the pages that mention what the question names, in the form the question's example shows
-("p1", "Page 2", "3"), each cited."""
+(`retrieve/inventory.py`, `retrieve/outline.py`): the count of its numbered tables, figures, appendices
+... with each one's page, the pages that mention what the question names, in the form the question's
+example shows ("p1", "Page 2", "3"), or the headings under the one it names, each cited."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from hyperfolio.answer.expected import Kind, expected_kind
 from hyperfolio.model import Answer, Citation, EvidencePackage
 
 # The example of the answer's form a question gives: ["p1", "p2"], ['Page 2', 'Page 4'], [2, 3, 5].
@@ -46,6 +47,10 @@ def inventory_answer(question: str, evidence: EvidencePackage, answerer: str) ->
         numbered = " by their numbering; found" if found["count"] > len(labels) else ""
         noun = found["part"] if found["count"] == 1 else found["noun"]
         text = f"{short} {noun}{saying}{numbered}: {where}. {markers}"
+    elif "parts" in found:
+        parts = ", ".join(found["parts"])
+        short = str(len(found["parts"])) if expected_kind(question) == Kind.COUNT else parts
+        text = f"{found['outline_of']} includes {len(found['parts'])}: {parts}. {markers}"
     else:
         short = page_list(question, found["pages"])
         pages = "page" if len(found["pages"]) == 1 else "pages"

@@ -14,6 +14,7 @@ from hyperfolio.retrieve.base import Query, RetrievalContext, Strategy, typed_kn
 from hyperfolio.retrieve.evidence import regroup
 from hyperfolio.retrieve.inventory import inventory_first
 from hyperfolio.retrieve.named_pages import named_pages_first
+from hyperfolio.retrieve.outline import outline_first
 from hyperfolio.retrieve.page_tables import page_tables_first
 from hyperfolio.store.base import STAGE_READY
 
@@ -39,9 +40,9 @@ def ready_scope(doc: str | Sequence[str] | None, resolve: Callable[[str], Docume
 def document_first(evidence: EvidencePackage, query: Query, ctx: RetrievalContext) -> EvidencePackage:
     """What a question asks of the document itself leads its evidence, whatever the ranking: the pages
     it names ("on page 14"), the tables of its best page when it works on a table's rows, the parts it
-    counts or the pages it asks a list of (the whole document read)."""
+    counts or the pages it asks a list of (the whole document read), the headings under one it names."""
     evidence = page_tables_first(named_pages_first(evidence, query, ctx), query, ctx)
-    return inventory_first(evidence, query, ctx)
+    return outline_first(inventory_first(evidence, query, ctx), query, ctx)
 
 
 def run_strategy(
