@@ -498,3 +498,13 @@ def test_which_row_a_superlative_picks_is_named_whatever_the_column_measures():
         "Which region had the lowest revenue?", text_item("Revenue fell in the south.", rank=1), table_item(2)
     ).short == ("Iberia")
     assert ask("What was the highest revenue?", table_item()).short != "North Sea"
+
+
+def test_a_list_of_values_of_the_asked_kind_is_read_from_the_passages_near_the_best():
+    first = text_item("In September the trust issued a check to Mont Blanc in the amount of $35,000.", rank=1)
+    second = text_item("In February a second check of $40,684 was issued by the trust payable to Mont Blanc.", rank=2)
+    other = text_item("The trust also bought a car for $200,000 from a dealer in Naples.", rank=3)
+    answer = ask("What are the amounts on the checks issued to Mont Blanc?", first, second, other)
+    assert answer.short == "$35,000, $40,684"  # the car's price is no check to Mont Blanc
+    years = ask("Which years did the trust issue checks to Mont Blanc in?", first)
+    assert years.short != "$35,000"  # a list of years is not a list of amounts

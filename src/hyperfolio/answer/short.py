@@ -25,6 +25,7 @@ _WHICH_ROWS_ASKED = re.compile(r"^\s*(?:which|who)\b", re.I)  # the row's key is
 READ_PASSAGES = 6  # best passages a short answer is read from
 NEAR_WORDS = 12  # proximity falls to half this many words away from the question's words
 STATED_COUNT_NEAR = 0.5  # a count within ~6 words of the question's words is the answer, not a list's length
+LIST_SHARE = 0.7  # passages scoring this share of the best may hold a listed value
 EXPLAIN_SHARE = 0.4  # an explaining passage may score this share of the best and still be preferred
 _CAUSE = re.compile(
     r"\b(because|due to|owing to|as a result|result(?:s|ed)? (?:in|from)|caused by|leads? to|led to|"
@@ -164,8 +165,44 @@ def enumerated(question: str, passage: Passage) -> list[str]:
     return items if len(items) >= 2 else []
 
 
-def listed(question: str, passage: Passage) -> str:
-    """The items a passage enumerates, else the names it states."""
+# A list of values of one kind ("what are the amounts on the checks", "list the years"): the plural noun
+# the question asks for says which.
+_VALUES_LISTED = (
+    (Kind.MONEY, re.compile(r"\b(amounts|sums|prices|costs|payments|fees|salaries|budgets)\b", re.I)),
+    (Kind.PERCENT, re.compile(r"\b(percentages|percents|rates|shares)\b", re.I)),
+    (Kind.YEAR, re.compile(r"\byears\b", re.I)),
+    (Kind.DATE, re.compile(r"\bdates\b", re.I)),
+    (Kind.IDENTIFIER, re.compile(r"\b(phone numbers|e-?mail(?: addresse)?s|websites|web addresses|urls)\b", re.I)),
+    (Kind.NUMBER, re.compile(r"\b(scores|values|numbers|figures|counts|totals)\b", re.I)),
+)
+
+
+def listed_values(question: str, ranked: Sequence[tuple[Passage, float]]) -> list[str]:
+    """The values of the kind a list question asks for ("What are the amounts on the checks issued to
+    Mont Blanc?") that the passages scoring near the best state, in rank order, each once; [] for fewer
+    than two (a list read from one passage alone would be any passage's numbers)."""
+    kind = next((kind for kind, asked in _VALUES_LISTED if asked.search(question)), None)
+    if kind is None or not ranked:
+        return []
+    top = ranked[0][1]
+    spans = [
+        in_format(question, span)
+        for passage, score in ranked
+        if score >= LIST_SHARE * top
+        for span in typed_spans(passage.text, kind, question)
+        if not stated_in(question, span)
+    ]
+    values = list(dict.fromkeys(spans))
+    return values if len(values) >= 2 else []
+
+
+def listed(question: str, ranked: Sequence[tuple[Passage, float]]) -> str:
+    """The values of the kind a list question asks for, else the items the best passage enumerates, else
+    the names it states."""
+    values = listed_values(question, ranked)
+    if values:
+        return ", ".join(values)
+    passage = ranked[0][0]
     items = enumerated(question, passage)
     if items:
         return ", ".join(items)
@@ -243,7 +280,7 @@ def short_answer(question: str, candidates: Sequence[Passage], scores: np.ndarra
     if kind == Kind.YES_NO:
         return ShortAnswer(yes_no(question, passage), kind, passage, score)
     if kind == Kind.LIST:
-        items = listed(question, passage)
+        items = listed(question, ranked)
         return ShortAnswer(items, kind, passage, score) if items else None
     if kind == Kind.COUNT and (count := counted(question, ranked)) is not None:
         return count
