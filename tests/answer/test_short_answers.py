@@ -508,3 +508,15 @@ def test_a_list_of_values_of_the_asked_kind_is_read_from_the_passages_near_the_b
     assert answer.short == "$35,000, $40,684"  # the car's price is no check to Mont Blanc
     years = ask("Which years did the trust issue checks to Mont Blanc in?", first)
     assert years.short != "$35,000"  # a list of years is not a list of amounts
+
+
+def test_what_happens_reads_the_column_saying_what_a_row_does():
+    rows = [
+        ["Operation", "Function", "Remarks"],
+        ["Press once", "Open the workout list.", "Not during calls."],
+        ["Press and hold", "Wake up the voice assistant.", "Only in some regions."],
+    ]
+    buttons = Chunk(page=3, order=0, modality="table", text="...", table=rows, table_header_rows=1)
+    answer = ask("What will happen when you press and hold the down button?", item(buttons, 1))
+    assert answer.short == "Wake up the voice assistant."
+    assert ask("What happens when you press the button once?", item(buttons, 1)).short == "Open the workout list."

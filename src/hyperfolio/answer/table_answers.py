@@ -170,6 +170,11 @@ def header_paths(table: list[list[str]], header_rows: int) -> list[list[str]]:
     return paths
 
 
+# "What happens when you press and hold the button?" names no column: it asks the one saying what a row does.
+_ASKS_EFFECT = re.compile(r"\bwhat (?:will |would |does |did )?happens?\b|\bwhat (?:does|do|will) .{1,60}\bdo\b", re.I)
+EFFECT_COLUMNS = frozenset(terms("function effect result action outcome description purpose"))
+
+
 def table_cell(question: str, item: EvidenceItem) -> Passage | None:
     """Answer 'the Y of X' from the cell at X's row and Y's column, naming the row's key and the whole
     header path, instead of quoting a row (or the table's total). X may be any cell of the row ("Who
@@ -179,6 +184,7 @@ def table_cell(question: str, item: EvidenceItem) -> Passage | None:
     if chunk.modality != "table" or not chunk.table or chunk.table_header_rows < 1:
         return None
     q_terms = set(terms(question))
+    q_columns = q_terms | (EFFECT_COLUMNS if _ASKS_EFFECT.search(question) else set())
     header_rows = chunk.table_header_rows
     paths = header_paths(chunk.table, header_rows)
     body = [[c.strip() for c in row] for row in chunk.table[header_rows:]]
@@ -189,7 +195,7 @@ def table_cell(question: str, item: EvidenceItem) -> Passage | None:
             if not cell or col >= len(paths) or (cell_terms[r][col] and cell_terms[r][col] <= q_terms):
                 continue
             col_terms = set(terms(" ".join(paths[col])))
-            col_match = len(q_terms & col_terms) / len(col_terms) if col_terms else 0.0
+            col_match = len(q_columns & col_terms) / len(col_terms) if col_terms else 0.0
             if col_match == 0:
                 continue
             # The share of the key the question says, and each further word it says: "PaLM-2L + Step-Back"
