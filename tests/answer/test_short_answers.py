@@ -520,3 +520,12 @@ def test_what_happens_reads_the_column_saying_what_a_row_does():
     answer = ask("What will happen when you press and hold the down button?", item(buttons, 1))
     assert answer.short == "Wake up the voice assistant."
     assert ask("What happens when you press the button once?", item(buttons, 1)).short == "Open the workout list."
+
+
+def test_a_list_of_questions_is_the_questions_the_passage_asks():
+    report = text_item(
+        "We always ask the following five questions of services. Is the service safe? The service was not safe. "
+        "Is the service effective? Staff training was not up to date. Is the service caring? People felt respected."
+    )
+    answer = ask("List the primary questions asked about the services in this report.", report)
+    assert answer.short == "Is the service safe?, Is the service effective?, Is the service caring?"

@@ -176,23 +176,29 @@ _VALUES_LISTED = (
     (Kind.NUMBER, re.compile(r"\b(scores|values|numbers|figures|counts|totals)\b", re.I)),
 )
 
+_QUESTIONS_LISTED = re.compile(r"\bquestions\b", re.I)
+_ASKED = re.compile(
+    r"\b(?:Is|Are|Was|Were|Do|Does|Did|Can|Could|Has|Have|How|What|Why|Which|Who|When|Where)\b[^?.!:;]{3,120}\?"
+)
+
 
 def listed_values(question: str, ranked: Sequence[tuple[Passage, float]]) -> list[str]:
     """The values of the kind a list question asks for ("What are the amounts on the checks issued to
-    Mont Blanc?") that the passages scoring near the best state, in rank order, each once; [] for fewer
-    than two (a list read from one passage alone would be any passage's numbers)."""
+    Mont Blanc?") that the passages scoring near the best state, in rank order, each once, or the
+    questions the best passage's chunk asks when it asks for questions; [] for fewer than two."""
     kind = next((kind for kind, asked in _VALUES_LISTED if asked.search(question)), None)
-    if kind is None or not ranked:
+    asks_questions = bool(_QUESTIONS_LISTED.search(question))
+    if (kind is None and not asks_questions) or not ranked:
         return []
-    top = ranked[0][1]
-    spans = [
-        in_format(question, span)
-        for passage, score in ranked
-        if score >= LIST_SHARE * top
-        for span in typed_spans(passage.text, kind, question)
-        if not stated_in(question, span)
-    ]
-    values = list(dict.fromkeys(spans))
+    near = [passage.text for passage, score in ranked if score >= LIST_SHARE * ranked[0][1]]
+    if asks_questions:  # "list the questions asked about the services": those the best passage's chunk asks
+        found = [m.group(0).strip() for m in _ASKED.finditer(ranked[0][0].item.chunk.text)]
+    else:
+        assert kind is not None
+        strict = kind in {Kind.MONEY, Kind.PERCENT, Kind.YEAR}  # "two checks" is no amount
+        spans = [s for text in near for s in typed_spans(text, kind, question) if not strict or s.kind == kind]
+        found = [in_format(question, s) for s in spans]
+    values = [v for v in dict.fromkeys(found) if not stated_in(question, Span(v, 0, 0, Kind.TEXT))]
     return values if len(values) >= 2 else []
 
 
