@@ -529,3 +529,14 @@ def test_a_list_of_questions_is_the_questions_the_passage_asks():
     )
     answer = ask("List the primary questions asked about the services in this report.", report)
     assert answer.short == "Is the service safe?, Is the service effective?, Is the service caring?"
+
+
+def test_a_title_set_after_its_label_is_read_up_to_the_labels_end():
+    unit = text_item(
+        "Unit 8 Key Assignments: Quiz #4 on Unit 7 and 8. Critical Thinking Case Study- Discrimination in the "
+        "Workplace Continues\u2014submit on Google Docs. Critical Thinking Questions follow."
+    )
+    answer = ask("What is the title of the case study given under unit 8?", unit)
+    assert answer.short == "Discrimination in the Workplace Continues"
+    topic = text_item("UNIT 14: Using Financial Information and Accounting\nLearning outcomes follow.")
+    assert ask("what's the topic of UNIT 14?", topic).short == "Using Financial Information and Accounting"

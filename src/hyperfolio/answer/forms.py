@@ -362,6 +362,34 @@ def definition(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortA
     return None
 
 
+# "What is the title of the case study given under unit 8?": the thing whose title or name is asked.
+_TITLE_OF = re.compile(
+    r"\bwhat(?:'s|\u2019s| is| was| are| were) the (?:title|name|topic|subject) of (?:the |a |an |this )?"
+    r"([^\W\d_][\w' -]{1,40}?)(?=\s+(?:given|listed|shown|named|under|in|for|of|on|at|that|which|mentioned)\b|\s*\?|$)",
+    re.I,
+)
+_LABEL_VALUE_END = re.compile(r"[\u2014\n|]|[.;!?](?:\s|$)|\s\u2013\s")
+
+
+def labelled_title(question: str, ranked: Sequence[tuple[Passage, float]]) -> ShortAnswer | None:
+    """ "What is the title of the case study given under unit 8?": what follows the thing the question
+    names set as a label ("Critical Thinking Case Study- Discrimination in the Workplace Continues—submit
+    ..." -> "Discrimination in the Workplace Continues"), up to the label's line, dash or sentence end."""
+    asked = _TITLE_OF.search(question)
+    if asked is None:
+        return None
+    label = re.escape(asked.group(1).strip()).replace(r"\ ", r"[\s-]+")
+    for passage, score in by_chunk(ranked):  # the chunk keeps the line the label's value ends with
+        text = passage.item.chunk.text
+        for said in re.finditer(rf"\b{label}s?\s*(?:[-\u2013:]+|\s\u2014)\s*(?=\S)", text, re.I):
+            tail = text[said.end() :]
+            end = _LABEL_VALUE_END.search(tail)
+            value = tail[: end.start() if end else len(tail)].strip(" -\u2013:,")
+            if value and len(value.split()) <= ENTRY_WORDS and re.search(r"[^\W\d_]", value):
+                return ShortAnswer(value, Kind.TEXT, passage, score)
+    return None
+
+
 def form_answer(question: str, ranked: Sequence[tuple[Passage, float]], every: Sequence[Passage]) -> ShortAnswer | None:
     """The answer of the first form `question` has whose reader finds it in the ranked passages (`every`:
     all passages, in reading order, where a reader may look past the best)."""
@@ -373,6 +401,7 @@ def form_answer(question: str, ranked: Sequence[tuple[Passage, float]], every: S
         or type_named(question, ranked)
         or duration_extreme(question, ranked)
         or keyed_entry(question, ranked)
+        or labelled_title(question, ranked)
         or part_title(question, ranked, every)
         or one_of_two(question, ranked)
     )
