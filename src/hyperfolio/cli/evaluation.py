@@ -16,7 +16,7 @@ from hyperfolio.cli.progress import RichEvalProgress
 from hyperfolio.collection import RETRIEVAL_MODES as STRATEGIES
 from hyperfolio.config import Settings
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.eval.datasets import DatasetMissing, dataset_label, load_dataset
+from hyperfolio.eval.datasets import DATASET_NAMES, DatasetMissing, dataset_label, load_dataset
 from hyperfolio.eval.ranker_training import AUTO_VARIANTS
 from hyperfolio.eval.report import markdown, write_report
 from hyperfolio.eval.runner import ABLATIONS, SCOPES, EvalResult, run_eval
@@ -71,7 +71,7 @@ def eval_command(
         list[str] | None,
         typer.Option(
             "--dataset",
-            help="mmlongbench, qasper, financebench or jsonl:PATH; repeatable (default: mmlongbench and qasper).",
+            help=f"{DATASET_NAMES}; repeatable (default: mmlongbench and qasper).",
         ),
     ] = None,
     strategies: Annotated[
@@ -137,9 +137,7 @@ def eval_command(
 
 def judge_command(
     strategies: Annotated[str, typer.Option("--strategies", help="Two strategies to compare, e.g. hybrid,topdown.")],
-    dataset: Annotated[
-        str, typer.Option("--dataset", help="mmlongbench, qasper, financebench or jsonl:PATH.")
-    ] = "qasper",
+    dataset: Annotated[str, typer.Option("--dataset", help=f"{DATASET_NAMES}.")] = "qasper",
     collection: Annotated[
         Path | None, typer.Option("--collection", help="Index dir (default: <out>/collections/<dataset>-<embedder>)")
     ] = None,

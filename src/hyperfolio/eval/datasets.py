@@ -407,6 +407,58 @@ def load_qasper(cache_dir: str | Path, root: str | Path | None = None) -> EvalDa
     )
 
 
+# ---------------------------------------------------------------------------- HotpotQA
+def _write_articles(out: Path, corpus: list[dict[str, Any]]) -> dict[str, Path]:
+    """Each paragraph of the pooled corpus as a Markdown article of its own (title as its heading), by
+    title; rewritten only on change, so the collection skips what it has indexed."""
+    files: dict[str, Path] = {}
+    for row in corpus:
+        path = out / f"{row['pid']}.md"
+        text = f"# {row['title']}\n\n{row['text']}\n"
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        files[str(row["title"])] = path
+    return files
+
+
+def load_hotpotqa(cache_dir: str | Path, root: str | Path | None = None) -> EvalDataset:
+    """HotpotQA dev (distractor questions over a pooled corpus): every paragraph an article of its own,
+    every question asked of all of them; the gold is the two supporting paragraphs, both needed (a
+    bridge question finds the second through the first). `doc_ref` is the first supporting article."""
+    folder = _require(data_root(root) / "hotpotqa_dev", "HotpotQA dev set")
+    corpus = _read_jsonl(_require(folder / "corpus.jsonl", "HotpotQA corpus"))
+    rows = _read_jsonl(_require(folder / "qa.jsonl", "HotpotQA questions"))
+    out = Path(cache_dir).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    files = _write_articles(out, corpus)
+    texts = {str(row["title"]): str(row["text"]) for row in corpus}
+    questions: list[EvalQuestion] = []
+    skipped: dict[str, int] = {}
+    for row in rows:
+        titles = list(dict.fromkeys(str(title) for title, _ in row.get("supporting_facts") or []))
+        if len(titles) < 2 or any(t not in texts for t in titles):
+            _bump(skipped, "supporting paragraph missing from the corpus")
+            continue
+        questions.append(
+            EvalQuestion(
+                qid=str(row["_id"]),
+                doc_ref=files[titles[0]].name,
+                question=str(row["question"]),
+                answers=[str(row["answer"])],
+                evidence_paragraphs=[texts[t] for t in titles],
+                meta={"type": row.get("type", ""), "supporting_titles": titles},
+            )
+        )
+    return EvalDataset(
+        name="hotpotqa",
+        questions=questions,
+        documents=[files[title] for title in sorted(files)],
+        evidence="paragraphs",
+        skipped=skipped,
+        meta={"root": str(folder), "cache": str(out), "evidence_across_documents": True, "k_values": (2, 5, 10)},
+    )
+
+
 # ---------------------------------------------------------------------------- generic JSONL
 def load_jsonl(path: str | Path, name: str | None = None) -> EvalDataset:
     """Any set as JSONL: question, answer or answers, doc or doc_id, optional evidence_pages.
@@ -463,10 +515,13 @@ def _find_document(base: Path, doc: str) -> Path:
     raise DatasetMissing(f"document {doc!r} not found beside {base} or in {base / 'documents'}")
 
 
+DATASET_NAMES = "mmlongbench, qasper, financebench, hotpotqa or jsonl:PATH"  # what `load_dataset` reads
+
+
 def load_dataset(
     spec: str, cache_dir: str | Path, root: str | Path | None = None, unanswerable: bool = False
 ) -> EvalDataset:
-    """'mmlongbench', 'qasper', 'financebench' or 'jsonl:PATH' -> dataset; `unanswerable`: keep the
+    """'mmlongbench', 'qasper', 'financebench', 'hotpotqa' or 'jsonl:PATH' -> dataset; `unanswerable`: keep the
     questions the documents do not answer, where a set marks them (MMLongBench-Doc)."""
     if spec == "mmlongbench":
         return load_mmlongbench(root, unanswerable)
@@ -474,9 +529,11 @@ def load_dataset(
         return load_financebench(root)
     if spec == "qasper":
         return load_qasper(Path(cache_dir) / "qasper", root)
+    if spec == "hotpotqa":
+        return load_hotpotqa(Path(cache_dir) / "hotpotqa", root)
     if spec.startswith("jsonl:"):
         return load_jsonl(spec[len("jsonl:") :])
-    raise ValueError(f"unknown dataset {spec!r}; use mmlongbench, qasper, financebench or jsonl:PATH")
+    raise ValueError(f"unknown dataset {spec!r}; use {DATASET_NAMES}")
 
 
 def dataset_label(spec: str) -> str:

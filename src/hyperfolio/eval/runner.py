@@ -282,6 +282,7 @@ class _Scoring:
     k_values: list[int]
     answers: bool
     scope: str = "document"
+    across: bool = False  # a question's gold paragraphs may stand in several documents (HotpotQA's two)
 
     def scoped(self, doc_id: str) -> str | None:
         """The document a question is asked of: its own, or none (the whole collection)."""
@@ -298,7 +299,8 @@ class _Scoring:
         keep: int | None = None,
     ) -> QueryRecord:
         """One strategy's evidence for one question, scored; `keep`: how many retrieved items it lists."""
-        recall, answer_recall = score_package(question, evidence, self.evidence, self.k_values, doc_id)
+        own = None if self.across else doc_id
+        recall, answer_recall = score_package(question, evidence, self.evidence, self.k_values, own)
         record = QueryRecord(
             qid=question.qid,
             strategy=strategy,
@@ -354,11 +356,14 @@ def _summaries(
     return overall, by_source
 
 
+DEFAULT_K = (1, 5, 10)
+
+
 def run_eval(
     dataset: EvalDataset,
     strategies: Sequence[str],
     collection_dir: str | Path,
-    k_values: Sequence[int] = (1, 5, 10),
+    k_values: Sequence[int] | None = None,
     limit: int | None = None,
     embedder: str | Embedder | None = None,
     answers: bool = False,
@@ -379,10 +384,13 @@ def run_eval(
         raise ValueError(f"unknown scope {scope!r}; use {' or '.join(SCOPES)}")
     progress = progress or EvalProgress()
     started_at, started = time.time(), time.perf_counter()
-    scoring = _Scoring(dataset.evidence, sorted(set(int(k) for k in k_values)), answers, scope)
+    k_values = k_values or dataset.meta.get("k_values") or DEFAULT_K  # HotpotQA's are 2, 5 and 10
+    across = bool(dataset.meta.get("evidence_across_documents"))
+    scoring = _Scoring(dataset.evidence, sorted(set(int(k) for k in k_values)), answers, scope, across)
     questions = list(dataset.questions[:limit] if limit else dataset.questions)
     wanted = {q.doc_ref for q in questions}
-    files = [p for p in dataset.documents if p.name in wanted]
+    # A corpus whose evidence spans documents is searched whole: every document is indexed, distractors too.
+    files = list(dataset.documents) if across else [p for p in dataset.documents if p.name in wanted]
     skipped = dict(dataset.skipped)
 
     directory = Path(collection_dir).expanduser()
@@ -475,7 +483,11 @@ def _held_out_records(
     figures: dict[str, list[dict[str, Any]]] = {}
     keep = max(scoring.k_values)
     for variant in variants:
-        mine = [gold_document_only(r, doc_ids[r.question.doc_ref]) for r in rows[variant]]
+        mine = (
+            rows[variant]
+            if scoring.across
+            else [gold_document_only(r, doc_ids[r.question.doc_ref]) for r in rows[variant]]
+        )
         held = held_out_rankings(mine, AUTO_VARIANTS[variant], folds, doc_ids)
         for r in mine:
             doc_id = doc_ids[r.question.doc_ref]

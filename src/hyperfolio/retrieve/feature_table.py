@@ -17,6 +17,7 @@ SOURCE_GROUP = {
     "themekw": "graph",
     "concept": "concept",
     "theme": "theme",
+    "walk": "graph",  # the random walk over the hypergraph from the question's entities (graph_walk.py)
 }
 SOURCES = tuple(SOURCE_GROUP)
 # Whole-document features: the document's best candidate, its rank among the candidates' documents, its

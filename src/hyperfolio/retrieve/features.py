@@ -1,8 +1,9 @@
 """Candidates and features for the learned ranker (`auto`): every source's view of every chunk.
 
 Candidates are the union of the top chunks of each source — BM25, dense, the two hypergraph paths
-(entity keywords -> vertices -> hyperedges; theme keywords -> hyperedges), the concept -> chunk
-index and the theme layer. Each candidate gets one row of features: every source's normalised
+(entity keywords -> vertices -> hyperedges; theme keywords -> hyperedges), the random walk over the
+hypergraph from the question's entities and the best flat candidates, the concept -> chunk index and the
+theme layer. Each candidate gets one row of features: every source's normalised
 score and reciprocal rank with an explicit "absent", IDF-weighted entity matches (generic entities
 that sit on many chunks count for little), keyword coverage, modality x question cues, heading,
 caption and table header matches, and page aggregates (people and benchmarks cite pages).
@@ -40,6 +41,7 @@ from hyperfolio.retrieve.graph_paths import (
     store_scope,
     theme_keyword_edges,
 )
+from hyperfolio.retrieve.graph_walk import walk_ranking
 from hyperfolio.retrieve.named_pages import asked_pages, named_in
 from hyperfolio.retrieve.rankings import Ranking, bm25_ranking, dense_ranking, query_vector, reciprocal_rank_fusion
 from hyperfolio.retrieve.word_sets import Asked, PageKey, chunk_words, page_words
@@ -129,6 +131,9 @@ def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], d
                 if scope is None or doc in scope:
                     theme_chunks[chunk] = max(theme_chunks.get(chunk, 0.0), score)
         out["theme"] = ranked(theme_chunks)[:DEPTH]
+
+    with ctx.times.stage("source:walk"):
+        out["walk"] = walk_ranking(query, ctx, entity_score, {"bm25": out["bm25"], "dense": out["dense"]}, DEPTH)
 
     graph = {
         "keywords": keywords,

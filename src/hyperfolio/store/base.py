@@ -99,6 +99,10 @@ class DocumentStore(Protocol):
         date while it is the same."""
         ...
 
+    def graph_version(self) -> str:
+        """A token that changes whenever part of the hypergraph is written or removed."""
+        ...
+
     def update_document_meta(self, doc_id: str, changes: dict[str, Any]) -> None:
         """Merge `changes` into a document's meta (what ingest derived later, e.g. its card)."""
 
@@ -216,6 +220,10 @@ class HypergraphStore(Protocol):
     def entities_by_norm_name(self, norm_names: Sequence[str]) -> dict[str, str]: ...
 
     def chunk_entities(self, doc_id: str) -> dict[str, list[tuple[str, str]]]: ...
+
+    def hyperedge_incidence(
+        self, doc_id: str, levels: Sequence[str] = ("low", "high")
+    ) -> list[tuple[str, str, str]]: ...
 
     def chunk_hyperedge_members(
         self, doc_id: str, levels: Sequence[str] = ("low", "high")

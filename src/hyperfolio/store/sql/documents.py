@@ -115,6 +115,7 @@ def row_chunk(d: Dialect, r: Sequence[Any]) -> Chunk:
 # title changed), written in the change's transaction: what is derived from them (the keyword index, the
 # cards a question is routed by, the chunk count) is up to date while it holds the same token.
 DOCUMENTS_EPOCH = "documents_epoch"
+GRAPH_EPOCH = "graph_epoch"
 
 
 class DocumentTables(SqlHost):
@@ -128,6 +129,15 @@ class DocumentTables(SqlHost):
     def _documents_changed(self, cur: Writer) -> None:
         """Within a transaction that changes a document's stage, meta or title, or removes it."""
         self._put_meta(cur, DOCUMENTS_EPOCH, uuid.uuid4().hex)
+
+    def graph_version(self) -> str:
+        """The hypergraph's epoch (changes with every write or removal of entities, hyperedges or their
+        provenance): what is derived from the whole graph is up to date while it and the documents' are."""
+        return self.get_meta(GRAPH_EPOCH) or ""
+
+    def _graph_changed(self, cur: Writer) -> None:
+        """Within a transaction that writes or removes part of the hypergraph."""
+        self._put_meta(cur, GRAPH_EPOCH, uuid.uuid4().hex)
 
     def _put_meta(self, cur: Writer, key: str, value: str) -> None:
         cur.execute(self.dialect.upsert("meta(key, value)", "VALUES (?, ?)", ("key",)), (key, value))
@@ -273,6 +283,7 @@ class DocumentTables(SqlHost):
         with self._write() as cur:
             cur.execute(f"DELETE FROM {GRAPH_VECTORS} AND doc_id = ?", (doc_id,))
             self._drop_graph_of(cur, doc_id)
+            self._graph_changed(cur)
         self._vectors_dropped()
 
     @staticmethod

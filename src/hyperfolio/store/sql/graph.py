@@ -79,6 +79,7 @@ class GraphTables(LayerTables):
                 d.insert_ignore("provenance(item_kind, item_id, chunk_id, doc_id, page)", "VALUES (?, ?, ?, ?, ?)"),
                 [(kind, item, c, *chunk_doc_page(c)) for kind, item, c in prov],
             )
+            self._graph_changed(cur)
 
     def delete_hyperedges(self, edge_ids: Sequence[str]) -> None:
         if not edge_ids:
@@ -93,6 +94,7 @@ class GraphTables(LayerTables):
                 cur.execute(
                     f"DELETE FROM vectors WHERE space IN ('hyperedge', 'theme') AND {d.keyed_item} {test}", params
                 )
+            self._graph_changed(cur)
         self._vectors_dropped()
 
     def get_entities(self, entity_ids: Sequence[str]) -> list[Entity]:
@@ -182,20 +184,28 @@ class GraphTables(LayerTables):
             out.setdefault(chunk, []).append((entity, name))
         return out
 
+    def hyperedge_incidence(self, doc_id: str, levels: Sequence[str] = ("low", "high")) -> list[tuple[str, str, str]]:
+        """(chunk, hyperedge, member entity) for the hyperedges of these levels evidenced in a document's
+        chunks, each hyperedge's members in order."""
+        d = self.dialect
+        test, params = d.among(list(levels))
+        return [
+            (chunk, edge, entity)
+            for chunk, edge, entity in self._query(
+                f"SELECT p.chunk_id, i.edge_id, i.entity_id FROM {d.doc_provenance}"
+                " JOIN hyperedges h ON h.edge_id = p.item_id JOIN incidence i ON i.edge_id = h.edge_id"
+                f" WHERE p.item_kind = 'hyperedge' AND p.doc_id = ? AND h.level {test}"
+                f" ORDER BY p.item_id, p.{d.row}, i.entity_id, i.role",
+                (doc_id, *params),
+            )
+        ]
+
     def chunk_hyperedge_members(
         self, doc_id: str, levels: Sequence[str] = ("low", "high")
     ) -> dict[str, list[list[str]]]:
         """chunk -> member lists of the hyperedges evidenced in it."""
-        d = self.dialect
-        test, params = d.among(list(levels))
         members: dict[tuple[str, str], list[str]] = {}
-        for chunk, edge, entity in self._query(
-            f"SELECT p.chunk_id, i.edge_id, i.entity_id FROM {d.doc_provenance}"
-            " JOIN hyperedges h ON h.edge_id = p.item_id JOIN incidence i ON i.edge_id = h.edge_id"
-            f" WHERE p.item_kind = 'hyperedge' AND p.doc_id = ? AND h.level {test}"
-            f" ORDER BY p.item_id, p.{d.row}, i.entity_id, i.role",
-            (doc_id, *params),
-        ):
+        for chunk, edge, entity in self.hyperedge_incidence(doc_id, levels):
             members.setdefault((chunk, edge), []).append(entity)
         out: dict[str, list[list[str]]] = {}
         for (chunk, _), ids in members.items():
@@ -282,6 +292,7 @@ class GraphTables(LayerTables):
             for table in ("provenance", *LAYER_TABLES, "incidence", "hyperedges", "entities", "refine_state"):
                 cur.execute(f"DELETE FROM {table}")
             cur.execute(f"DELETE FROM {GRAPH_VECTORS}")
+            self._graph_changed(cur)
         self._vectors_dropped()
 
     def graph_stats(self) -> dict[str, Any]:

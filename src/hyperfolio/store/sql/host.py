@@ -79,6 +79,10 @@ class SqlHost:
         """documents.py: within a transaction that changes the documents."""
         raise NotImplementedError
 
+    def _graph_changed(self, cur: Writer) -> None:
+        """documents.py: within a transaction that changes the hypergraph."""
+        raise NotImplementedError
+
     def _keywords_changed(self) -> None:
         """keywords.py: after a commit that changed what keyword search may find."""
         raise NotImplementedError

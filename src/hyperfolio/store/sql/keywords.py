@@ -31,14 +31,14 @@ from hyperfolio.store.base import STAGE_READY, chunk_doc_page
 from hyperfolio.store.integrity import EXAMPLES, Finding, finding
 from hyperfolio.store.keywords import engine
 from hyperfolio.store.keywords.engine import KeywordIndex, KeywordRow
-from hyperfolio.store.sql.documents import DOCUMENTS_EPOCH
+from hyperfolio.store.sql.documents import DOCUMENTS_EPOCH, GRAPH_EPOCH
 from hyperfolio.store.sql.host import SqlHost
 
 log = logging.getLogger(__name__)
 
 OWNER_KEY = "keywords_owner"  # which database an index belongs to: a folder of another is made anew
 # Meta that belongs to the database it is in, not to the collection: copies and bundles leave it behind.
-LOCAL_META = ("schema_version", OWNER_KEY, DOCUMENTS_EPOCH)
+LOCAL_META = ("schema_version", OWNER_KEY, DOCUMENTS_EPOCH, GRAPH_EPOCH)
 BATCH_DOCUMENTS = 100  # documents written per commit while catching up (a long rebuild keeps its progress)
 READY_VERSIONS = (
     "SELECT s.doc_id, s.updated_at FROM doc_status s JOIN documents d ON d.doc_id = s.doc_id"

@@ -105,6 +105,7 @@ class LayerTables(SqlHost):
         """Forget that entity e is evidenced in chunk b, for (e, b) pairs only dropped facts supported."""
         with self._write() as cur:
             cur.executemany("DELETE FROM provenance WHERE item_kind = 'entity' AND item_id = ? AND chunk_id = ?", links)
+            self._graph_changed(cur)
 
     def log_decisions(self, decisions: Sequence[Decision]) -> None:
         now, strings = time.time(), self.dialect.strings

@@ -1,0 +1,134 @@
+"""A random walk over the hypergraph, restarted at what the question names: a source `auto` reads.
+
+Chunks, entities and hyperedges are the walk's nodes: a chunk links to the entities and the hyperedges
+evidenced in it, a hyperedge to its member entities. A walk that restarts at the question's entities
+(each weighted by its match and by how specific it is: an entity on few chunks says more) and at the best
+flat candidates (the first hop) settles on chunks that share entities and facts with both — among them
+those no flat source ranks, such as the second paragraph of a bridge question ("the university whose
+campus is in Lawrence" -> the University of Kansas -> its fight song). This is personalised PageRank, as
+HippoRAG runs it over its phrase graph; here it runs over the hypergraph the collection already has.
+
+The transitions are built once per scope while the documents and the graph stay the same (a version of
+each keys them), and a walk is a few sparse matrix-vector products (numpy's bincount over the links).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hyperfolio.retrieve.base import Query, RetrievalContext
+from hyperfolio.retrieve.graph_paths import ENTITY_LEVELS, searchable_scope
+from hyperfolio.retrieve.rankings import Ranking, reciprocal_rank_fusion
+
+DAMPING = 0.5  # chance of following an edge rather than restarting at the seeds (HippoRAG's choice)
+ITERATIONS = 25  # power iterations: the walk's mass moves less than 1e-7 after this many at 0.5
+FLAT_SEEDS = 5  # best fused flat candidates the walk restarts at beside the question's entities
+FLAT_SHARE = 0.5  # of the restart mass, the share on those candidates when entities matched too
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A sparse column-stochastic matrix as its non-zero entries: `step` moves a mass vector one edge."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    weights: np.ndarray
+    size: int
+
+    def step(self, mass: np.ndarray) -> np.ndarray:
+        return np.bincount(self.rows, weights=self.weights * mass[self.cols], minlength=self.size)
+
+
+@dataclass(frozen=True)
+class WalkGraph:
+    """The scope's chunk-entity-hyperedge graph and its transitions."""
+
+    chunks: list[str]  # nodes 0 .. len(chunks) - 1
+    node: dict[str, int]  # "c:" chunk, "e:" entity, "h:" hyperedge -> node
+    transition: Transition
+    entity_chunks: dict[str, int]  # entity -> how many chunks evidence it
+
+    @property
+    def size(self) -> int:
+        return len(self.node)
+
+
+def build_walk_graph(ctx: RetrievalContext, doc_ids: Sequence[str]) -> WalkGraph:
+    """The graph of these documents' chunks, entities and hyperedges (every level of the entity graph)."""
+    links: set[tuple[str, str]] = set()
+    for doc_id in doc_ids:
+        for chunk, entities in ctx.store.chunk_entities(doc_id).items():
+            links.update((f"c:{chunk}", f"e:{entity}") for entity, _ in entities)
+        for chunk, edge, entity in ctx.store.hyperedge_incidence(doc_id, ENTITY_LEVELS):
+            links.update(((f"c:{chunk}", f"h:{edge}"), (f"h:{edge}", f"e:{entity}")))
+    chunk_nodes = sorted({a for a, _ in links if a.startswith("c:")})
+    other_nodes = sorted({b for _, b in links} | {a for a, _ in links if not a.startswith("c:")})
+    node = {name: i for i, name in enumerate([*chunk_nodes, *other_nodes])}
+    entity_chunks: dict[str, int] = {}
+    for a, b in links:
+        if a.startswith("c:") and b.startswith("e:"):
+            entity_chunks[b[2:]] = entity_chunks.get(b[2:], 0) + 1
+    rows = np.array([node[a] for a, b in links] + [node[b] for a, b in links], dtype=np.int64)
+    cols = np.array([node[b] for a, b in links] + [node[a] for a, b in links], dtype=np.int64)
+    degree = np.bincount(cols, minlength=len(node)).astype(np.float64)  # links are distinct: no doubles
+    transition = Transition(rows, cols, 1.0 / degree[cols], len(node))  # node j spreads its mass evenly
+    return WalkGraph([c[2:] for c in chunk_nodes], node, transition, entity_chunks)
+
+
+def walk_graph(query: Query, ctx: RetrievalContext) -> WalkGraph:
+    """The question's scope's graph, built once while the documents and the graph stay the same."""
+    scope = tuple(sorted(searchable_scope(query, ctx)))
+    version = ctx.memo.value(("graph-version",), ctx.store.graph_version)
+    key = ("walk-graph", scope if query.doc_ids else None, version)
+    return ctx.kept(key, lambda: build_walk_graph(ctx, scope))
+
+
+def personalised_pagerank(transition: Transition, restart: np.ndarray) -> np.ndarray:
+    """The walk's stationary mass: x = (1 - d) r + d T x, by power iteration from the restart vector."""
+    mass = restart.copy()
+    for _ in range(ITERATIONS):
+        mass = (1.0 - DAMPING) * restart + DAMPING * transition.step(mass)
+    return mass
+
+
+def restart_vector(
+    graph: WalkGraph, entity_score: Mapping[str, float], flat: Sequence[tuple[str, float]]
+) -> np.ndarray:
+    """Where the walk restarts: the matched entities, each by its match over the square root of the
+    chunks it is on, and the best flat candidates by reciprocal rank; each group sums to its share."""
+    restart = np.zeros(graph.size)
+    entities = np.zeros(graph.size)
+    for entity, score in entity_score.items():
+        i = graph.node.get(f"e:{entity}")
+        if i is not None:
+            entities[i] = score / max(1, graph.entity_chunks.get(entity, 1)) ** 0.5
+    chunks = np.zeros(graph.size)
+    for rank, (chunk_id, _) in enumerate(flat[:FLAT_SEEDS], start=1):
+        i = graph.node.get(f"c:{chunk_id}")
+        if i is not None:
+            chunks[i] = 1.0 / rank
+    groups = [(entities, 1.0 - FLAT_SHARE), (chunks, FLAT_SHARE)]
+    present = [(vector, share) for vector, share in groups if vector.sum() > 0]
+    for vector, share in present:
+        restart += vector / vector.sum() * (share / sum(s for _, s in present))
+    return restart
+
+
+def walk_ranking(
+    query: Query, ctx: RetrievalContext, entity_score: Mapping[str, float], flat: Mapping[str, Ranking], depth: int
+) -> Ranking:
+    """Chunks by the walk's mass, best first, at most `depth`: empty when the scope has no graph or
+    nothing to restart at."""
+    graph = walk_graph(query, ctx)
+    if not graph.chunks:
+        return []
+    fused, _ = reciprocal_rank_fusion(dict(flat), ctx.rrf_k)
+    restart = restart_vector(graph, entity_score, fused)
+    if restart.sum() == 0:
+        return []
+    mass = personalised_pagerank(graph.transition, restart)[: len(graph.chunks)]
+    top = np.argsort(-mass, kind="stable")[:depth]
+    return [(graph.chunks[i], float(mass[i])) for i in top if mass[i] > 0]
