@@ -437,7 +437,7 @@ def load_hotpotqa(cache_dir: str | Path, root: str | Path | None = None) -> Eval
     for row in rows:
         titles = list(dict.fromkeys(str(title) for title, _ in row.get("supporting_facts") or []))
         if len(titles) < 2 or any(t not in texts for t in titles):
-            _bump(skipped, "supporting paragraph missing from the corpus")
+            _bump(skipped, "a supporting paragraph is not in the pooled corpus")
             continue
         questions.append(
             EvalQuestion(

@@ -100,6 +100,12 @@ def abstention_line(result: EvalResult) -> str:
 
 def scope_note(result: EvalResult) -> str:
     """How the questions were asked, since the same recall means different things in each scope."""
+    if result.scope == "collection" and result.across:
+        return (
+            "Each question asked of the whole collection; a gold paragraph counts from whichever document "
+            "holds it (a question's evidence spans documents). doc-R@1 = the top-ranked item is from the "
+            "document of its first gold paragraph."
+        )
     if result.scope == "collection":
         return (
             "Each question asked of the whole collection; a page or paragraph counts only from its gold "

@@ -112,6 +112,7 @@ class EvalResult:
     answers: bool = False
     folds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # auto variant -> per-fold figures
     scope: str = "document"  # what each question was asked of: its own document or the whole collection
+    across: bool = False  # a question's gold paragraphs count from any document (HotpotQA's two articles)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -436,6 +437,7 @@ def run_eval(
         answers=answers,
         folds=fold_figures,
         scope=scope,
+        across=across,
     )
 
 

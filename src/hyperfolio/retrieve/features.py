@@ -48,6 +48,7 @@ from hyperfolio.retrieve.word_sets import Asked, PageKey, chunk_words, page_word
 from hyperfolio.store.base import CHUNK_SPACE
 
 DEPTH = 50  # candidates read from each source
+WALK_DEPTH = 15  # the walk's best chunks: past these its mass is spread thin over whatever links to anything
 
 # Question cues: what kind of evidence the wording asks for.
 _TABLE_CUES = re.compile(
@@ -133,7 +134,7 @@ def _sources(query: Query, ctx: RetrievalContext) -> tuple[dict[str, Ranking], d
         out["theme"] = ranked(theme_chunks)[:DEPTH]
 
     with ctx.times.stage("source:walk"):
-        out["walk"] = walk_ranking(query, ctx, entity_score, {"bm25": out["bm25"], "dense": out["dense"]}, DEPTH)
+        out["walk"] = walk_ranking(query, ctx, entity_score, {"bm25": out["bm25"], "dense": out["dense"]}, WALK_DEPTH)
 
     graph = {
         "keywords": keywords,

@@ -121,9 +121,20 @@ def quota_order(
 
 
 def routed(query: Query, ctx: RetrievalContext) -> tuple[Query, Route | None]:
-    """The question scoped to the documents it names (as is when it names none, or is scoped already)."""
+    """The question scoped to the documents it names (as is when it names none, or is scoped already).
+    One document too small to fill the evidence is named but not narrowed to: an encyclopedia's paragraph
+    named by a question ("who wrote Music for Electric Metronomes?") rarely holds all of its answer, so the
+    question is ranked over the whole collection, where the cards' match still favours what it names. A
+    question across the documents it names (a comparison) is about those alone, whatever their size."""
     found = route(query, ctx)
-    return (replace(query, doc_ids=found.doc_ids), found) if found is not None else (query, None)
+    if found is None or (not found.across and _chunks_in(ctx, found.doc_ids) < query.k):
+        return query, found
+    return replace(query, doc_ids=found.doc_ids), found
+
+
+def _chunks_in(ctx: RetrievalContext, doc_ids: list[str]) -> int:
+    sizes = ctx.kept(("chunk-counts",), lambda: {d.doc_id: d.num_chunks for d in ctx.ready_documents()})
+    return sum(sizes.get(doc_id, 0) for doc_id in doc_ids)
 
 
 def _card_words(ctx: RetrievalContext, card: DocumentCard) -> frozenset[str]:
