@@ -58,24 +58,39 @@ class WalkGraph:
 
 def build_walk_graph(ctx: RetrievalContext, doc_ids: Sequence[str]) -> WalkGraph:
     """The graph of these documents' chunks, entities and hyperedges (every level of the entity graph)."""
-    links: set[tuple[str, str]] = set()
+    chunk_of: dict[str, int] = {}
+    item_of: dict[str, int] = {}  # "e:" entity, "h:" hyperedge -> its number among the items
+    near: list[int] = []  # links, each (near[i], far[i]): a chunk or item number, then an item number
+    far: list[int] = []
+    from_item: list[bool] = []  # whether near[i] numbers an item (a hyperedge's member) or a chunk
     for doc_id in doc_ids:
         for chunk, entities in ctx.store.chunk_entities(doc_id).items():
-            links.update((f"c:{chunk}", f"e:{entity}") for entity, _ in entities)
+            c = chunk_of.setdefault(chunk, len(chunk_of))
+            for entity, _ in entities:
+                near.append(c)
+                far.append(item_of.setdefault(f"e:{entity}", len(item_of)))
+                from_item.append(False)
         for chunk, edge, entity in ctx.store.hyperedge_incidence(doc_id, ENTITY_LEVELS):
-            links.update(((f"c:{chunk}", f"h:{edge}"), (f"h:{edge}", f"e:{entity}")))
-    chunk_nodes = sorted({a for a, _ in links if a.startswith("c:")})
-    other_nodes = sorted({b for _, b in links} | {a for a, _ in links if not a.startswith("c:")})
-    node = {name: i for i, name in enumerate([*chunk_nodes, *other_nodes])}
-    entity_chunks: dict[str, int] = {}
-    for a, b in links:
-        if a.startswith("c:") and b.startswith("e:"):
-            entity_chunks[b[2:]] = entity_chunks.get(b[2:], 0) + 1
-    rows = np.array([node[a] for a, b in links] + [node[b] for a, b in links], dtype=np.int64)
-    cols = np.array([node[b] for a, b in links] + [node[a] for a, b in links], dtype=np.int64)
-    degree = np.bincount(cols, minlength=len(node)).astype(np.float64)  # links are distinct: no doubles
-    transition = Transition(rows, cols, 1.0 / degree[cols], len(node))  # node j spreads its mass evenly
-    return WalkGraph([c[2:] for c in chunk_nodes], node, transition, entity_chunks)
+            c, h = chunk_of.setdefault(chunk, len(chunk_of)), item_of.setdefault(f"h:{edge}", len(item_of))
+            e = item_of.setdefault(f"e:{entity}", len(item_of))
+            near += [c, h]  # chunk - hyperedge, and hyperedge - member
+            far += [h, e]
+            from_item += [False, True]
+    chunks, n = len(chunk_of), len(chunk_of) + len(item_of)
+    a = np.array(near, dtype=np.int64) + chunks * np.array(from_item, dtype=np.int64)
+    b = np.array(far, dtype=np.int64) + chunks
+    pairs = np.unique(a * max(n, 1) + b)  # each link once, however often the store repeats it
+    a, b = pairs // max(n, 1), pairs % max(n, 1)
+    rows, cols = np.concatenate([a, b]), np.concatenate([b, a])
+    degree = np.bincount(cols, minlength=n).astype(np.float64)
+    transition = Transition(rows, cols, 1.0 / degree[cols], n)  # node j spreads its mass evenly
+    node = {f"c:{chunk}": i for chunk, i in chunk_of.items()} | {key: chunks + j for key, j in item_of.items()}
+    is_entity = np.array([key.startswith("e:") for key in item_of], dtype=bool)
+    on_chunks = b[(a < chunks)] - chunks
+    counts = np.bincount(on_chunks[is_entity[on_chunks]], minlength=len(item_of))  # chunks per entity
+    entity_chunks = {key[2:]: int(counts[j]) for key, j in item_of.items() if is_entity[j] and counts[j]}
+    ordered = sorted(chunk_of, key=chunk_of.__getitem__)
+    return WalkGraph(ordered, node, transition, entity_chunks)
 
 
 def walk_graph(query: Query, ctx: RetrievalContext) -> WalkGraph:
