@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from tests.conftest import indexed
 
+from hyperfolio.retrieve import graph_walk
 from hyperfolio.retrieve.base import Query
 from hyperfolio.retrieve.graph_paths import ENTITY_LEVELS
 from hyperfolio.retrieve.graph_walk import Transition, personalised_pagerank, walk_graph, walk_ranking
@@ -50,6 +51,7 @@ def test_a_walk_spreads_from_its_restart_along_links_and_no_further():
 def test_the_walk_graph_holds_every_chunk_entity_and_hyperedge_link(articles):
     ctx = articles.parts.retrieval_context(articles._texts)
     graph = walk_graph(Query("Which song?"), ctx)
+    assert graph is not None
     docs = [d.doc_id for d in articles.store.list_documents()]
     evidenced = {c for d in docs for c in articles.store.chunk_entities(d)}
     assert evidenced and evidenced <= set(graph.chunks)
@@ -67,3 +69,13 @@ def test_a_walk_from_the_first_hop_reaches_the_bridge_article_and_not_the_unrela
     found = [titles[chunk_id] for chunk_id, _ in ranking]
     assert any("fight song" in text for text in found)  # reached through "University of Kansas"
     assert not any("herring" in text for text in found)
+
+
+def test_a_collection_too_large_to_walk_whole_is_walked_only_within_a_questions_documents(articles, monkeypatch):
+    monkeypatch.setattr(graph_walk, "WHOLE_COLLECTION_CHUNKS", 0)
+    ctx = articles.parts.retrieval_context(articles._texts)
+    assert walk_graph(Query("fight song"), ctx) is None
+    assert walk_ranking(Query("fight song"), ctx, {}, {"bm25": [("x", 1.0)]}, depth=5) == []
+    kansas = next(d.doc_id for d in articles.store.list_documents() if "kansas.md" in d.source)
+    scoped = walk_graph(Query("fight song", doc_ids=[kansas]), ctx)
+    assert scoped is not None and scoped.chunks

@@ -27,6 +27,7 @@ DAMPING = 0.5  # chance of following an edge rather than restarting at the seeds
 ITERATIONS = 25  # power iterations: the walk's mass moves less than 1e-7 after this many at 0.5
 FLAT_SEEDS = 5  # best fused flat candidates the walk restarts at beside the question's entities
 FLAT_SHARE = 0.5  # of the restart mass, the share on those candidates when entities matched too
+WHOLE_COLLECTION_CHUNKS = 50_000  # a whole collection up to this size is walked (HotpotQA's: 5,000)
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,12 @@ def build_walk_graph(ctx: RetrievalContext, doc_ids: Sequence[str]) -> WalkGraph
     return WalkGraph(ordered, node, transition, entity_chunks)
 
 
-def walk_graph(query: Query, ctx: RetrievalContext) -> WalkGraph:
-    """The question's scope's graph, built once while the documents and the graph stay the same."""
+def walk_graph(query: Query, ctx: RetrievalContext) -> WalkGraph | None:
+    """The question's scope's graph, built once while the documents and the graph stay the same; None for
+    a question over a whole collection larger than `WHOLE_COLLECTION_CHUNKS` (a walk over a million
+    chunks' links would cost each question more than all its other sources)."""
+    if not query.doc_ids and ctx.kept(("chunks",), ctx.store.count_chunks) > WHOLE_COLLECTION_CHUNKS:
+        return None
     scope = tuple(sorted(searchable_scope(query, ctx)))
     version = ctx.memo.value(("graph-version",), ctx.store.graph_version)
     key = ("walk-graph", scope if query.doc_ids else None, version)
@@ -138,7 +143,7 @@ def walk_ranking(
     """Chunks by the walk's mass, best first, at most `depth`: empty when the scope has no graph or
     nothing to restart at."""
     graph = walk_graph(query, ctx)
-    if not graph.chunks:
+    if graph is None or not graph.chunks:
         return []
     fused, _ = reciprocal_rank_fusion(dict(flat), ctx.rrf_k)
     restart = restart_vector(graph, entity_score, fused)
