@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve()
 HASH_SEED = "0"  # the driver's PYTHONHASHSEED: a killed run makes the same calls as the counting run
 VECTOR_TOLERANCE = 1e-4  # largest difference allowed per vector component (embedding batches differ)
 SHOWN = 5  # differing rows shown per table
-RANDOM_META = ("documents_epoch", "keywords_owner")
+RANDOM_META = ("documents_epoch", "graph_epoch", "keywords_owner")  # the store's LOCAL_META that are random
 
 
 # --------------------------------------------------------------------------- the fixture document

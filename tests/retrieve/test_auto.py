@@ -9,7 +9,7 @@ import pytest
 
 from hyperfolio import Collection
 from hyperfolio.eval.datasets import EvalQuestion
-from hyperfolio.eval.ranker_training import QuestionRows, assign_folds, cross_validate, fit
+from hyperfolio.eval.ranker_training import AUTO_VARIANTS, QuestionRows, assign_folds, cross_validate, fit
 from hyperfolio.eval.tune import load_labelled, tune
 from hyperfolio.model import Chunk
 from hyperfolio.retrieve.auto import rank_pages
@@ -69,8 +69,9 @@ def test_candidates_are_the_union_of_every_source_with_their_features(collection
 def test_an_ablation_drops_its_features_and_the_candidates_only_it_found(collection):
     question = "What do the forestry office surveys count?"
     full = collection.candidates(question, doc="parks.pdf")
-    flat = collection.candidates(question, doc="parks.pdf", exclude=("graph", "concept", "theme"))
-    graph_columns = [i for i, (_, group) in enumerate(FEATURES) if group in ("graph", "concept", "theme")]
+    excluded = AUTO_VARIANTS["auto-nograph"]  # the hypergraph's paths and walk, concepts and themes
+    flat = collection.candidates(question, doc="parks.pdf", exclude=excluded)
+    graph_columns = [i for i, (_, group) in enumerate(FEATURES) if group in excluded]
     assert not flat.matrix[:, graph_columns].any()
     assert all(set(s) <= {"bm25", "dense"} and s for s in flat.sources)
     assert {c.chunk_id for c in flat.chunks} <= {c.chunk_id for c in full.chunks}

@@ -27,7 +27,8 @@ from hyperfolio.retrieve.ranker import LinearRanker
 # `auto` and its ablations: the feature groups (and the candidates only they find) each leaves out.
 AUTO_VARIANTS: dict[str, tuple[str, ...]] = {
     "auto": (),
-    "auto-nograph": ("graph", "concept", "theme"),  # flat sources and layout features only
+    "auto-nograph": ("graph", "walk", "concept", "theme"),  # flat sources and layout features only
+    "auto-nowalk": ("walk",),  # all but the random walk over the hypergraph
     "auto-noconcept": ("concept",),
     "auto-notheme": ("theme",),
 }

@@ -1,6 +1,6 @@
 """The columns of the learned ranker's feature matrix: each feature's name and the group it belongs to.
 
-Groups are what an ablation leaves out (`flat`, `graph`, `concept`, `theme`); `layout` features read the
+Groups are what an ablation leaves out (`flat`, `graph`, `walk`, `concept`, `theme`); `layout` features read the
 chunk and its page, `document` features the chunk's document as a whole (they only separate candidates
 when a question is asked of several documents). Rankers name the columns they read, so a feature added
 here leaves weights fitted before it valid.
@@ -17,7 +17,7 @@ SOURCE_GROUP = {
     "themekw": "graph",
     "concept": "concept",
     "theme": "theme",
-    "walk": "graph",  # the random walk over the hypergraph from the question's entities (graph_walk.py)
+    "walk": "walk",  # the random walk over the hypergraph from the question's entities (graph_walk.py)
 }
 SOURCES = tuple(SOURCE_GROUP)
 # Whole-document features: the document's best candidate, its rank among the candidates' documents, its

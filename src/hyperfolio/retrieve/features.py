@@ -8,7 +8,7 @@ score and reciprocal rank with an explicit "absent", IDF-weighted entity matches
 that sit on many chunks count for little), keyword coverage, modality x question cues, heading,
 caption and table header matches, and page aggregates (people and benchmarks cite pages).
 
-Sources belong to groups (`flat`, `graph`, `concept`, `theme`); an ablation excludes groups, which
+Sources belong to groups (`flat`, `graph`, `walk`, `concept`, `theme`); an ablation excludes groups, which
 removes their features *and* the candidates only they found, so it measures what they add.
 """
 
