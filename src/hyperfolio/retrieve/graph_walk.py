@@ -132,8 +132,9 @@ def restart_vector(
             chunks[i] = 1.0 / rank
     groups = [(entities, 1.0 - FLAT_SHARE), (chunks, FLAT_SHARE)]
     present = [(vector, share) for vector, share in groups if vector.sum() > 0]
-    for vector, share in present:
-        restart += vector / vector.sum() * (share / sum(s for _, s in present))
+    total = sum(share for _, share in present)
+    for vector, share in present:  # a group alone takes all the mass, whatever its share
+        restart += vector / vector.sum() * (share / total if total > 0 else 1.0 / len(present))
     return restart
 
 
