@@ -122,7 +122,7 @@ def quota_order(
 
 def routed(query: Query, ctx: RetrievalContext) -> tuple[Query, Route | None]:
     """The question scoped to the documents it names (as is when it names none, or is scoped already).
-    One document too small to fill the evidence is named but not narrowed to: an encyclopedia's paragraph
+    Documents too small together to fill the evidence are named but not narrowed to: an encyclopedia's paragraph
     named by a question ("who wrote Music for Electric Metronomes?") rarely holds all of its answer, so the
     question is ranked over the whole collection, where the cards' match still favours what it names. A
     question across the documents it names (a comparison) is about those alone, whatever their size."""
