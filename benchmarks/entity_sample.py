@@ -59,7 +59,9 @@ def main() -> None:
                 print(f"  {name!r}: {context}")
         return
     labels = json.loads(args.labels.read_text(encoding="utf-8"))
-    judged = [(doc, name, labels[doc][name]) for doc, ents in drawn.items() for name, _ in ents if name in labels.get(doc, {})]
+    judged = [
+        (doc, name, labels[doc][name]) for doc, ents in drawn.items() for name, _ in ents if name in labels.get(doc, {})
+    ]
     unjudged = sum(len(ents) for ents in drawn.values()) - len(judged)
     good = sum(ok for _, _, ok in judged)
     print(f"{len(judged)} judged entities from {len(drawn)} documents ({unjudged} not in the labels file):")
