@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from hyperfolio.answer.expected import Kind
 from hyperfolio.answer.passages import Passage, cell_number, terms
 from hyperfolio.answer.spans import Span, number_spans
-from hyperfolio.answer.table_answers import header_paths
+from hyperfolio.answer.table_answers import header_paths, row_label
 from hyperfolio.model import EvidenceItem
 from hyperfolio.phrases import first_number
 
@@ -171,7 +171,7 @@ def cell_operand(
     best: tuple[float, Operand] | None = None
     for row in chunk.table[chunk.table_header_rows :]:
         cells = [c.strip() for c in row]
-        label = next((c for c in cells if c and cell_number(c) is None), "")
+        label = row_label(cells)
         for col, cell in enumerate(cells):
             value = cell_number(cell) if cell else None
             if value is None or col >= len(paths):

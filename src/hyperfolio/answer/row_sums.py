@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from hyperfolio.answer.arithmetic import Computation, Operand
 from hyperfolio.answer.passages import Passage, cell_number, terms
-from hyperfolio.answer.table_answers import header_paths
+from hyperfolio.answer.table_answers import header_paths, row_label
 from hyperfolio.lexicon import NUMBER_WORDS
 from hyperfolio.model import EvidenceItem
 
@@ -42,10 +42,6 @@ def _table(item: EvidenceItem) -> tuple[list[list[str]], list[list[str]]] | None
     return header_paths(chunk.table, chunk.table_header_rows), body
 
 
-def _label(row: Sequence[str]) -> str:
-    return next((c for c in row if c and cell_number(c) is None), "")
-
-
 def _key_column(body: list[list[str]]) -> int | None:
     """The column naming the rows: the first whose cells are mostly words, not numbers."""
     width = max((len(row) for row in body), default=0)
@@ -68,7 +64,7 @@ def _share_columns(paths: list[list[str]], body: list[list[str]]) -> list[int]:
 
 
 def _operand(item: EvidenceItem, row: Sequence[str], col: int, path: list[str]) -> Operand:
-    label, header, cell = _label(row), " > ".join(path), row[col]
+    label, header, cell = row_label(row), " > ".join(path), row[col]
     passage = Passage(f"{label}, {header}: {cell}", item, "derived", cell)
     return Operand(cell_number(cell) or 0.0, cell, f"{label}, {header}", passage)
 
@@ -76,7 +72,7 @@ def _operand(item: EvidenceItem, row: Sequence[str], col: int, path: list[str]) 
 def _row_named(key: str, body: list[list[str]]) -> int | None:
     """The row whose key says every word of `key`, the one saying fewest other words."""
     wanted = set(terms(key))
-    said = [set(terms(_label(row))) for row in body]
+    said = [set(terms(row_label(row))) for row in body]
     named = [(len(words - wanted), i) for i, words in enumerate(said) if wanted and wanted <= words]
     return min(named)[1] if named else None
 
@@ -98,7 +94,7 @@ def combined_share(question: str, items: Sequence[EvidenceItem]) -> Computation 
             continue
         rows = (first, second)
         for col in _share_columns(paths, body):
-            parts = [cell_number(row[col]) for row in body if col < len(row) and not _TOTAL_ROW.match(_label(row))]
+            parts = [cell_number(row[col]) for row in body if col < len(row) and not _TOTAL_ROW.match(row_label(row))]
             if abs(sum(v for v in parts if v is not None) - 100.0) > WHOLE_TOLERANCE:
                 continue  # not a breakdown of one whole: shares of different wholes do not add up
             if any(col >= len(body[r]) or cell_number(body[r][col]) is None for r in rows):
@@ -131,8 +127,9 @@ def top_rows_sum(question: str, items: Sequence[EvidenceItem]) -> Computation | 
         if not rows_are & set(terms(" ".join(named_by))):
             continue  # the table's rows are not what the question takes the top of (a heading above
             # several tables, "Categories of Shareholders", names none of them)
+        shares = _share_columns(paths, body)
         if _SHARE.search(question):
-            columns = _share_columns(paths, body)
+            columns = shares
         else:
             named = [(len(q_terms & set(terms(" ".join(p)))), c) for c, p in enumerate(paths)]
             columns = [c for overlap, c in sorted(named, reverse=True) if overlap]
@@ -140,13 +137,13 @@ def top_rows_sum(question: str, items: Sequence[EvidenceItem]) -> Computation | 
             valued = [
                 (v, row)
                 for row in body
-                if col < len(row) and not _TOTAL_ROW.match(_label(row)) and (v := cell_number(row[col])) is not None
+                if col < len(row) and not _TOTAL_ROW.match(row_label(row)) and (v := cell_number(row[col])) is not None
             ]
             if len(valued) < n:
                 continue
             largest = sorted(valued, key=lambda vr: -vr[0])[:n]
             operands = tuple(_operand(item, row, col, paths[col]) for _, row in largest)
-            unit = "%" if col in _share_columns(paths, body) else ""
+            unit = "%" if col in shares else ""
             return Computation("sum", operands, sum(o.value for o in operands), unit)
     return None
 

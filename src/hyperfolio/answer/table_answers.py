@@ -4,6 +4,7 @@ superlative picks ("which region has the highest revenue")."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from hyperfolio.answer.passages import Passage, cell_number, terms
 from hyperfolio.model import EvidenceItem
@@ -143,6 +144,11 @@ def asks_rows(question: str) -> bool:
     picks, the rows a threshold passes, the rows of a kind."""
     superlative = bool(_MAX_WORDS.search(question)) != bool(_MIN_WORDS.search(question))
     return superlative or bool(_THRESHOLD.search(question)) or bool(_WHICH_ROWS.search(question))
+
+
+def row_label(row: Sequence[str]) -> str:
+    """What names a table row: its first cell that is not a number ("" when every cell is)."""
+    return next((c for c in row if c and cell_number(c) is None), "")
 
 
 def _is_label(row: list[str], col: int) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
-from hyperfolio.retrieve.base import RetrievalContext
+from hyperfolio.retrieve.base import Query, RetrievalContext
 
 
 def cite(chunk: Chunk, titles: dict[str, str]) -> Citation:
@@ -38,6 +38,31 @@ def led_by(items: Sequence[EvidenceItem], first: Sequence[EvidenceItem], limit: 
     leading = {item.chunk.chunk_id for item in first}
     kept = [*first, *(item for item in items if item.chunk.chunk_id not in leading)][:limit]
     return [replace(item, rank=rank) for rank, item in enumerate(kept, 1)]
+
+
+def reading_order(ctx: RetrievalContext, doc_id: str) -> list[Chunk]:
+    """A document's chunks as it is read: page by page, each page's in order."""
+    return sorted(ctx.store.iter_chunks(doc_id), key=lambda c: (c.page, c.order))
+
+
+def asked_document(evidence: EvidencePackage, query: Query) -> str | None:
+    """The document a question about a whole document reads: the one it is scoped to, else that of its
+    best evidence; None with neither."""
+    if query.doc_ids:
+        return query.doc_ids[0]
+    return evidence.items[0].chunk.doc_id if evidence.items else None
+
+
+def read_whole_first(
+    evidence: EvidencePackage, query: Query, ctx: RetrievalContext, chunks: Sequence[Chunk], found: dict, source: str
+) -> EvidencePackage:
+    """The evidence with what reading the whole document found (`found`, for the answerer, in
+    `meta["inventory"]`) and the chunks that show it first, within the evidence's length."""
+    limit = max(len(evidence.items), query.k)
+    top = max((item.score for item in evidence.items), default=1.0)
+    leading = brought_in(chunks, evidence.items, top, ctx.titles, source)[:limit]
+    items = led_by(evidence.items, leading, limit)
+    return replace(evidence, items=items, meta={**evidence.meta, "inventory": found})
 
 
 def package(

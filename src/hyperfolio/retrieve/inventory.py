@@ -12,7 +12,7 @@ A count whose condition the labels cannot check ("how many figures show people")
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from hyperfolio.answer.expected import Kind, core_question
@@ -20,7 +20,7 @@ from hyperfolio.answer.spans import identifier_spans
 from hyperfolio.labels import Label, label_mentions, opening_label
 from hyperfolio.model import Chunk, EvidencePackage
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.evidence import brought_in, led_by
+from hyperfolio.retrieve.evidence import asked_document, read_whole_first, reading_order
 from hyperfolio.retrieve.named_pages import page_labels
 
 _PART_NOUNS = {
@@ -88,8 +88,7 @@ def _labelled(ctx: RetrievalContext, doc_id: str) -> list[tuple[Label, Chunk]]:
     """Every label mention of a document with its chunk, in reading order."""
 
     def read() -> list[tuple[Label, Chunk]]:
-        chunks = sorted(ctx.store.iter_chunks(doc_id), key=lambda c: (c.page, c.order))
-        return [(label, chunk) for chunk in chunks for label in label_mentions(chunk.text)]
+        return [(label, chunk) for chunk in reading_order(ctx, doc_id) for label in label_mentions(chunk.text)]
 
     return ctx.kept(("labels", doc_id), read)
 
@@ -151,7 +150,7 @@ def mention_pages(target: str, kind: Kind | None, ctx: RetrievalContext, doc_id:
     """The pages of a document that mention `target` (a label or a term; an identifier of the kind the
     question names when `kind` is given) -> the first chunk that does."""
     found: dict[int, Chunk] = {}
-    for chunk in sorted(ctx.store.iter_chunks(doc_id), key=lambda c: (c.page, c.order)):
+    for chunk in reading_order(ctx, doc_id):
         if chunk.page in found:
             continue
         if kind is not None:
@@ -169,9 +168,9 @@ def inventory_first(evidence: EvidencePackage, query: Query, ctx: RetrievalConte
     the document labels nothing of the kind."""
     tallied = asked_tally(query.text)
     listed = None if tallied else asked_mentions(query.text)
-    if (tallied is None and listed is None) or not (query.doc_ids or evidence.items):
+    doc_id = asked_document(evidence, query)
+    if (tallied is None and listed is None) or doc_id is None:
         return evidence
-    doc_id = query.doc_ids[0] if query.doc_ids else evidence.items[0].chunk.doc_id
     labels = page_labels(ctx, doc_id)
     found: dict[str, Any]
     if tallied is not None:
@@ -192,8 +191,4 @@ def inventory_first(evidence: EvidencePackage, query: Query, ctx: RetrievalConte
         found = {"pages_of": listed[0], "pages": [[page, labels.get(page, "")] for page in sorted(pages)]}
         chunks = [pages[page] for page in sorted(pages)]
     found["chunks"] = [c.chunk_id for c in chunks]
-    limit = max(len(evidence.items), query.k)
-    top = max((item.score for item in evidence.items), default=1.0)
-    leading = brought_in(chunks, evidence.items, top, ctx.titles, "inventory")[:limit]
-    items = led_by(evidence.items, leading, limit)
-    return replace(evidence, items=items, meta={**evidence.meta, "inventory": found})
+    return read_whole_first(evidence, query, ctx, chunks, found, "inventory")

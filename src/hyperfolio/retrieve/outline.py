@@ -10,12 +10,11 @@ says them.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from hyperfolio.answer.expected import core_question
 from hyperfolio.model import Chunk, EvidencePackage
 from hyperfolio.retrieve.base import Query, RetrievalContext
-from hyperfolio.retrieve.evidence import brought_in, led_by
+from hyperfolio.retrieve.evidence import asked_document, read_whole_first, reading_order
 
 _ASKS_PARTS = re.compile(r"\b(sub-?sections?|sub-?headings?|sub-?chapters?|sections|parts)\b", re.I)
 _QUOTED = re.compile(r"[\"\u201c\u2018']([^\"\u201d\u2019']{2,120})[\"\u201d\u2019']")
@@ -63,17 +62,12 @@ def outline_first(evidence: EvidencePackage, query: Query, ctx: RetrievalContext
     """The evidence with the headings under the one the question names in `meta["inventory"]` and the
     chunks opening them first; unchanged when it asks for no parts or the document sets none under it."""
     heading = asked_outline(query.text)
-    if heading is None or not (query.doc_ids or evidence.items):
+    doc_id = asked_document(evidence, query) if heading is not None else None
+    if heading is None or doc_id is None:
         return evidence
-    doc_id = query.doc_ids[0] if query.doc_ids else evidence.items[0].chunk.doc_id
-    chunks = sorted(ctx.store.iter_chunks(doc_id), key=lambda c: (c.page, c.order))
-    parts = sub_headings(heading, chunks)
+    parts = sub_headings(heading, reading_order(ctx, doc_id))
     if not parts:
         return evidence
     opening = list(parts.values())
     found = {"outline_of": heading, "parts": list(parts), "chunks": [c.chunk_id for c in opening]}
-    limit = max(len(evidence.items), query.k)
-    top = max((item.score for item in evidence.items), default=1.0)
-    leading = brought_in(opening, evidence.items, top, ctx.titles, "outline")[:limit]
-    items = led_by(evidence.items, leading, limit)
-    return replace(evidence, items=items, meta={**evidence.meta, "inventory": found})
+    return read_whole_first(evidence, query, ctx, opening, found, "outline")
