@@ -111,6 +111,11 @@ class Entity:
     concept: str = ""  # concept name (HVM-GraphRAG: every entity belongs to exactly one concept)
 
 
+# Entity types that are values (numbers, quantities, dates, table cells): facts keep them as tails, but they
+# link no chunks to each other (not in sentence or figure hyperedges, not walked, not embedded).
+VALUE_TYPES = frozenset({"quantity", "date", "table_value"})
+
+
 @dataclass
 class Hyperedge:
     """A relation over two or more entities; has its own id so two facts over one entity set stay two."""

@@ -5,7 +5,8 @@ years, figure and table labels, repeated multi-word terms) scored by how specifi
 they are to the document; tables contribute the table, its headers and row keys;
 figures contribute the figure and what its caption and OCR name. Hyperedges come
 from sentences (two members: `low`; three or more: `high`), table rows, and figure
-captions with the values they plot.
+captions with what they show. Which phrases count is `entity_filters`' business; values (numbers,
+years, months) are kept only as the tails of facts.
 """
 
 from __future__ import annotations
@@ -13,13 +14,22 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from hyperfolio.hypergraph.entity_filters import WordCase, clean_name, table_name_like, term_like
 from hyperfolio.hypergraph.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.hypergraph.facts_offline import ConceptNamer, column_relation, header_concept, relation_label
 from hyperfolio.labels import DISPLAY_PARTS, opening_label
-from hyperfolio.model import Chunk
-from hyperfolio.phrases import Phrase, content_words, find_phrases, key_phrases, normalize_name, sentences
+from hyperfolio.model import VALUE_TYPES, Chunk
+from hyperfolio.phrases import (
+    Phrase,
+    content_words,
+    find_phrases,
+    generic_name,
+    key_phrases,
+    normalize_name,
+    sentences,
+)
 
 _KIND_TYPE = {
     "name": "name",
@@ -29,6 +39,7 @@ _KIND_TYPE = {
     "label": "reference",
     "keyphrase": "concept",
 }
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
 _CELL_NUMBER = re.compile(r"^[^\d-]*-?\d[\d,]*(?:\.\d+)?\s*%?[^\d]*$")
 
 
@@ -40,6 +51,7 @@ class _Stats:
     key_count: Counter
     known_names: set[str]  # capitalised words seen as names mid-sentence
     namer: ConceptNamer
+    case: WordCase = field(default_factory=WordCase)
 
 
 def _sentences(text: str) -> list[str]:
@@ -65,19 +77,23 @@ class OfflineExtractor:
 
     # ------------------------------------------------------------------ statistics
     def _stats(self, units: list[PageUnit]) -> _Stats:
+        """Counted over what the document says (a figure's caption, not its OCR): a phrase only OCR of a
+        chart yields is noise unless the text uses it too."""
         phrases: Counter = Counter()
         keys: Counter = Counter()
         known: set[str] = set()
         texts: list[str] = []
+        said: list[str] = []
         for unit in units:
             for chunk in unit.chunks:
-                text = self._chunk_text(chunk)
-                texts.append(text)
+                texts.append(self._chunk_text(chunk))
+                text = chunk.caption or "" if chunk.modality == "image" else chunk.text
+                said.append(text)
                 found = find_phrases(text)
                 phrases.update({normalize_name(p.text) for p in found})
                 known.update(p.text for p in found if p.kind == "name")
                 keys.update(key_phrases(text))
-        return _Stats(phrases, keys, known, ConceptNamer(texts))
+        return _Stats(phrases, keys, known, ConceptNamer(texts), WordCase.of(said))
 
     def _chunk_text(self, chunk: Chunk) -> str:
         if chunk.modality == "image":
@@ -131,24 +147,44 @@ class OfflineExtractor:
                 self._figure(chunk, entity, graph, stats)
             elif chunk.modality in ("text", "formula"):
                 self._text(chunk, entity, graph, stats)
-        # Keep the page's most specific entities; drop edges that lost their members.
+        # Keep the page's most specific entities; drop edges that lost their members. Values link
+        # nothing: they stay only as the tails of facts kept.
+        values = {e.name for e in entities.values() if e.type in VALUE_TYPES}
         ranked = sorted(entities.values(), key=lambda e: -e.score)
-        keep = {e.name for e in (ranked if tables_only else ranked[: self.max_entities_per_page])}
-        graph.entities = [e for e in ranked if e.name in keep]
-        for e in graph.entities:
-            e.concept = e.concept or stats.namer.concept(e.name, e.type)
+        linked = [e for e in ranked if e.name not in values]
+        keep = {e.name for e in (linked if tables_only else linked[: self.max_entities_per_page])} | values
         edges = []
         for edge in graph.edges:
             if edge.level == FACT:
                 if all(m in keep for m in edge.members):
                     edges.append(edge)
                 continue
-            edge.members = [m for m in edge.members if m in keep]
+            edge.members = [m for m in edge.members if m in keep and m not in values]
             if len(edge.members) >= 2:
                 edge.level = LOW if len(edge.members) == 2 else HIGH
                 edges.append(edge)
         graph.edges = edges
+        stated = {m for edge in edges if edge.level == FACT for m in edge.members}
+        graph.entities = [e for e in ranked if e.name in keep and (e.name not in values or e.name in stated)]
+        for e in graph.entities:
+            e.concept = e.concept or stats.namer.concept(e.name, e.type)
         return graph
+
+    def _entity_phrase(self, phrase: Phrase, stats: _Stats) -> Phrase | None:
+        """The phrase as an entity (`entity_filters`): a name cleaned of what is not part of it, a month
+        a value; None for what is no entity."""
+        if phrase.kind == "acronym":
+            rare = len(phrase.text) <= 2 and stats.phrase_count.get(normalize_name(phrase.text), 0) < 2
+            return None if rare or generic_name(phrase.text) else phrase
+        if phrase.kind != "name":
+            return phrase
+        text = clean_name(phrase.text, stats.case)
+        if not text:
+            return None
+        start = phrase.start + max(0, phrase.text.find(text))
+        if generic_name(text):  # "January" is a date; "Inc" alone is nothing
+            return Phrase(text, "year", start) if text.lower() in _MONTHS else None
+        return Phrase(text, "name", start)
 
     def _score(self, phrase: Phrase, stats: _Stats) -> float:
         repeats = stats.phrase_count.get(normalize_name(phrase.text), 1)
@@ -159,15 +195,23 @@ class OfflineExtractor:
         for sentence in _sentences(chunk.text):
             members: list[tuple[str, float]] = []
             spans: list[tuple[int, int, str]] = []  # where each mention sits, for facts
-            for phrase in find_phrases(sentence, stats.known_names):
+            for found in find_phrases(sentence, stats.known_names):
+                phrase = self._entity_phrase(found, stats)
+                if phrase is None:
+                    continue
                 score = self._score(phrase, stats)
-                name = entity(phrase.text, _KIND_TYPE[phrase.kind], "text", chunk, sentence, score)
+                type_ = _KIND_TYPE[phrase.kind]
+                name = entity(phrase.text, type_, "text", chunk, sentence, score)
                 if name:
                     spans.append((phrase.start, phrase.start + len(phrase.text), name))
-                if name and name not in [m for m, _ in members]:
+                if name and type_ not in VALUE_TYPES and name not in [m for m, _ in members]:
                     members.append((name, score))
             # Repeated multi-word terms ("carbon capture") are entities too, even in lower case.
-            terms = [t for t in dict.fromkeys(key_phrases(sentence)) if stats.key_count.get(t, 0) >= 2]
+            terms = [
+                t
+                for t in dict.fromkeys(key_phrases(sentence))
+                if stats.key_count.get(t, 0) >= 2 and term_like(t, stats.key_count[t])
+            ]
             terms = [t for t in terms if not any(t != o and t in o for o in terms)]  # the longest wins
             for term in terms:
                 if len(members) < self.max_members:
@@ -227,7 +271,7 @@ class OfflineExtractor:
         headers = [c.strip() for c in table[header_rows - 1]] if header_rows else []
         header_names: dict[int, str] = {}
         for col, cell in enumerate(headers):
-            if cell and not _CELL_NUMBER.match(cell):
+            if cell and not _CELL_NUMBER.match(cell) and table_name_like(cell, 60):
                 header_names[col] = entity(cell, "table_header", "table", chunk, f"column of {label}", 1.0)
                 graph.edges.append(
                     ExtractedEdge(
@@ -244,7 +288,9 @@ class OfflineExtractor:
             cells = [c.strip() for c in row]
             if not any(cells):
                 continue
-            key_col = next((i for i, c in enumerate(cells) if c and not _CELL_NUMBER.match(c)), None)
+            key_col = next(
+                (i for i, c in enumerate(cells) if c and not _CELL_NUMBER.match(c) and table_name_like(c, 80)), None
+            )
             members = [table_name]
             roles = {table_name: "table"}
             key = ""
@@ -297,30 +343,24 @@ class OfflineExtractor:
     def _figure(self, chunk: Chunk, entity, graph: PageGraph, stats: _Stats) -> None:
         caption = chunk.caption or ""
         label = _label_of(caption) or (caption[:60] if caption else f"Figure on page {chunk.page}")
+        shown = find_phrases(caption)
+        # OCR of a chart is noisy: keep only the names the document's text also uses.
+        for read in find_phrases(chunk.ocr_text or ""):
+            if read.kind in ("name", "acronym") and stats.phrase_count.get(normalize_name(read.text), 0) >= 1:
+                shown.append(read)
+        things: list[tuple[str, str, float]] = []  # (name, type, score) of what the figure shows
+        for found in shown:
+            phrase = self._entity_phrase(found, stats) if found.kind not in ("label", "quantity", "year") else None
+            if phrase is not None and phrase.kind != "year":
+                things.append((phrase.text, _KIND_TYPE[phrase.kind], self._score(phrase, stats)))
+        things += [(term, "concept", 0.6) for term in filter(term_like, dict.fromkeys(key_phrases(caption)))]
+        if not caption and not things:
+            return  # a picture that names nothing: no "Figure on page 4" in the graph
         figure = entity(label, "figure", "visual", chunk, caption or (chunk.ocr_text or "")[:200], 1.5)
         members = [figure]
         roles = {figure: "figure"}
-        shown = find_phrases(caption)
-        # OCR of a chart is noisy: keep only the phrases the rest of the document also uses, and numbers.
-        for phrase in find_phrases(chunk.ocr_text or ""):
-            if phrase.kind in ("quantity", "year") or stats.phrase_count.get(normalize_name(phrase.text), 0) >= 2:
-                shown.append(phrase)
-        for phrase in shown:
-            if phrase.kind == "label":
-                continue
-            name = entity(
-                phrase.text,
-                _KIND_TYPE[phrase.kind],
-                "visual",
-                chunk,
-                f"shown in {label}: {caption}",
-                self._score(phrase, stats),
-            )
-            if name and name not in members:
-                members.append(name)
-                roles[name] = "shown"
-        for term in dict.fromkeys(key_phrases(caption)):
-            name = entity(term, "concept", "visual", chunk, f"shown in {label}: {caption}", 0.6)
+        for text, type_, score in things:
+            name = entity(text, type_, "visual", chunk, f"shown in {label}: {caption}", score)
             if name and name not in members:
                 members.append(name)
                 roles[name] = "shown"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from hyperfolio.hypergraph.aliases import Named
 from hyperfolio.hypergraph.extract import FACT, ExtractedEdge, ExtractedEntity, PageGraph
 from hyperfolio.phrases import normalize_name
 
@@ -68,16 +70,53 @@ def acronym_aliases(graphs: list[PageGraph]) -> dict[str, str]:
     for graph in graphs:
         for entity in graph.entities:
             for long, short in _DEFINITION.findall(entity.description):
-                words = [w for w in re.split(r"[\s\-]+", long) if w and w[0].isupper()]
-                initials = "".join(w[0] for w in words).upper()
-                if short.upper().rstrip("S") and initials.endswith(short.upper().rstrip("S")):
-                    aliases[normalize_name(short)] = normalize_name(" ".join(long.split()[-len(short) :]))
+                letters = short.upper().rstrip("S")
+                spelled = _spelled_out(long.split(), letters)
+                if letters and spelled:
+                    aliases[normalize_name(short)] = normalize_name(spelled)
     return aliases
 
 
-def merge(graphs: list[PageGraph], max_description_chars: int = 600) -> MergedGraph:
+# Vertices whose names may be aliases of each other (hypergraph/aliases.py): not values, not a document's
+# own tables and figures, not column headers.
+ALIASED_TYPES = frozenset({"name", "acronym", "concept", "table_key"})
+
+
+def document_names(graphs: list[PageGraph]) -> list[Named]:
+    """Each vertex name the document's pages give, once: its key, first spelling, type and the chunks
+    naming it (how often it is said)."""
+    seen: dict[str, tuple[str, str, set[str]]] = {}
+    for graph in graphs:
+        for e in graph.entities:
+            if e.type in ALIASED_TYPES and (key := normalize_name(e.name)):
+                seen.setdefault(key, (e.name, e.type, set()))[2].update(e.chunks)
+    return [Named(key, name, type_, len(chunks)) for key, (name, type_, chunks) in seen.items()]
+
+
+def _spelled_out(words: list[str], letters: str) -> str:
+    """The end of `words` whose capitalised words' initials are `letters`, connectors inside kept:
+    "... the Association for Computational Linguistics" and "ACL" give "Association for Computational
+    Linguistics"; "" when they do not spell it."""
+    want = list(letters)
+    start = len(words)
+    while want and start > 0:
+        start -= 1
+        parts = [p for p in re.split(r"-", words[start]) if p]
+        if not parts or not parts[0][0].isupper():
+            continue  # "of", "for", "and": inside the name, no letter of its acronym
+        for part in reversed(parts):
+            if want and part[0].upper() == want[-1]:
+                want.pop()
+    return " ".join(words[start:]) if not want else ""
+
+
+def merge(
+    graphs: list[PageGraph], max_description_chars: int = 600, aliases: Mapping[str, str] | None = None
+) -> MergedGraph:
+    """`aliases` (hypergraph/aliases.find_aliases) maps a name's key to the key it merges into; without
+    them, only the acronyms the document defines are merged."""
     merged = MergedGraph()
-    alias_of = acronym_aliases(graphs)
+    alias_of = dict(aliases) if aliases is not None else acronym_aliases(graphs)
 
     def canonical(name: str) -> str:
         norm = normalize_name(name)

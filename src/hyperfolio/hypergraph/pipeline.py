@@ -11,6 +11,7 @@ import numpy as np
 
 from hyperfolio.config import BuildOptions
 from hyperfolio.embed.protocols import Embedder
+from hyperfolio.hypergraph.aliases import find_aliases
 from hyperfolio.hypergraph.extract import Extractor, PageUnit
 from hyperfolio.hypergraph.layers import (
     THEME,
@@ -21,7 +22,7 @@ from hyperfolio.hypergraph.layers import (
 )
 from hyperfolio.hypergraph.layers_offline import OfflineThemer
 from hyperfolio.hypergraph.ledger import BuildLedger
-from hyperfolio.hypergraph.merge import MergedGraph, merge
+from hyperfolio.hypergraph.merge import MergedGraph, acronym_aliases, document_names, merge
 from hyperfolio.hypergraph.reconcile import (
     ConflictDetector,
     ConflictResolver,
@@ -31,7 +32,7 @@ from hyperfolio.hypergraph.reconcile import (
 )
 from hyperfolio.hypergraph.reconcile_offline import OfflineDetector, OfflineResolver
 from hyperfolio.hypergraph.refine import Refiner, RefineReport, refine_anchors, refine_pages
-from hyperfolio.model import Entity, Hyperedge
+from hyperfolio.model import VALUE_TYPES, Entity, Hyperedge
 from hyperfolio.store.base import ENTITY_SPACE, HYPEREDGE_SPACE, GraphStore, Store, chunk_doc_page, scoped_key
 from hyperfolio.timing import StageTimes
 
@@ -75,8 +76,8 @@ def embed_graph_items(store: GraphStore, embedder: Embedder, doc_id: str, extra_
     `extra_edges` are hyperedges made while adding this document whose evidence may lie only in
     other documents (refinements of anchors it shares with them).
     """
-    entities = store.get_entities(store.document_entities(doc_id))
-    if entities:
+    entities = [e for e in store.get_entities(store.document_entities(doc_id)) if e.type not in VALUE_TYPES]
+    if entities:  # values are matched by their name, never by a vector ("2019" is near every year)
         vectors = embedder.embed([entity_text(e) for e in entities])
         store.put_vectors(ENTITY_SPACE, [(scoped_key(e.entity_id, doc_id), doc_id) for e in entities], vectors)
     edges = store.get_hyperedges(list(dict.fromkeys([*store.document_hyperedges(doc_id), *extra_edges])))
@@ -215,7 +216,11 @@ def _write_document_graph(
     if hasattr(extractor, "unmatched_facts"):  # the model's extractor; the offline one drops nothing
         report.extraction = {name: getattr(extractor, attr) - before[name] for name, attr in EXTRACTION_COUNTS.items()}
     with times.stage("merge"):
-        merged = merge(graphs, options.max_description_chars)
+        aliases = None
+        if options.aliases:
+            embed = parts.embedder.embed
+            aliases = find_aliases(document_names(graphs), embed, options.alias_threshold, acronym_aliases(graphs))
+        merged = merge(graphs, options.max_description_chars, aliases)
     if parts.summarise is not None:
         note("summarising descriptions")
         with times.stage("summaries"):

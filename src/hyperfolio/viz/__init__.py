@@ -2,7 +2,8 @@
 
 from hyperfolio.viz.congestion import Budget, PruneReport, prune
 from hyperfolio.viz.draw import Style, render
-from hyperfolio.viz.graph import VizGraph, document_graph, entity_graph, evidence_graph, from_store
+from hyperfolio.viz.evidence import evidence_graph
+from hyperfolio.viz.graph import VizGraph, document_graph, entity_graph, from_store
 from hyperfolio.viz.html import write_html
 from hyperfolio.viz.layouts import INDUCED_LAYOUTS, LAYOUTS, SET_LAYOUTS, place
 

@@ -136,7 +136,7 @@ def prune(graph: VizGraph, query: str = "", budget: Budget | None = None) -> Pru
         for key in sorted(scores, key=lambda k: (scores[k], graph.entities[k].name)):
             if cost <= budget.limit or len(graph.entities) <= 2:
                 break
-            if key not in graph.entities:  # already gone with an emptied hyperedge
+            if key not in graph.entities or graph.entities[key].asked:  # gone already; or the question's
                 continue
             removed.append(graph.entities[key].name)
             graph.remove_entity(key)
@@ -152,7 +152,8 @@ def prune(graph: VizGraph, query: str = "", budget: Budget | None = None) -> Pru
 
         def weight(group: list[VizEdge]) -> float:
             members = group[0].members
-            return sum(scores.get(m, 0.0) for m in members) / len(members) + rank.get(group[0].level, 0.0)
+            asked = any(graph.entities[m].asked for m in members if m in graph.entities)
+            return sum(scores.get(m, 0.0) for m in members) / len(members) + rank.get(group[0].level, 0.0) + asked
 
         for group in sorted(groups, key=weight)[: len(groups) - budget.max_groups]:
             for edge in group:

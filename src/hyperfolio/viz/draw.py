@@ -213,7 +213,7 @@ def _draw_entities(ax: Axes, graph: VizGraph, placement: Placement, style: Style
         ys,
         s=60,
         marker=style.entity_marker,
-        facecolor="white",
+        facecolor=[style.entity_color if e.asked else "white" for e in by_vid.values()],  # the question's
         edgecolor=style.entity_color,
         linewidth=1.5,
         zorder=3,

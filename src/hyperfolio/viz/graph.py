@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperfolio.model import EvidencePackage
 from hyperfolio.store.base import HypergraphStore
 
 DRAWN_LEVELS = ("low", "high", "refine")  # facts are the concept layer's; draw them by asking for them
@@ -25,6 +24,8 @@ class VizEntity:
     description: str = ""
     modality: str = "text"
     vid: str = ""  # display id: E1, E2, ...
+    asked: bool = False  # one of the question's entities: marked, never pruned
+    aliases: list[str] = field(default_factory=list)  # near-duplicate names drawn as this one
 
 
 @dataclass
@@ -36,6 +37,7 @@ class VizEdge:
     pages: list[tuple[str, int]] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)
     vid: str = ""  # display id: H1, H2, ...
+    rank: tuple[int, ...] = ()  # drawn and numbered in this order first (the evidence picture's)
 
 
 @dataclass
@@ -52,7 +54,7 @@ class VizGraph:
         order = sorted(self.entities.values(), key=lambda e: (-self.degree(e.key), e.name.lower(), e.key))
         for i, entity in enumerate(order, 1):
             entity.vid = f"E{i}"
-        edges = sorted(self.edges.values(), key=lambda e: (-len(e.members), e.level, e.description, e.key))
+        edges = sorted(self.edges.values(), key=lambda e: (e.rank, -len(e.members), e.level, e.description, e.key))
         for i, edge in enumerate(edges, 1):
             edge.vid = f"H{i}"
         return self
@@ -78,7 +80,14 @@ class VizGraph:
         by_key = {e.key: e for e in self.entities.values()}
         return {
             "entities": {
-                e.vid: {"name": e.name, "type": e.type, "modality": e.modality, "description": e.description}
+                e.vid: {
+                    "name": e.name,
+                    "type": e.type,
+                    "modality": e.modality,
+                    "description": e.description,
+                    **({"asked": True} if e.asked else {}),
+                    **({"also": e.aliases} if e.aliases else {}),
+                }
                 for e in sorted(self.entities.values(), key=lambda e: int(e.vid[1:] or 0))
             },
             "hyperedges": {
@@ -129,11 +138,3 @@ def entity_graph(store: HypergraphStore, entity_ids: Sequence[str], title: str =
     """An entity's neighbourhood: its incident hyperedges and their members."""
     incident = store.incident_edges(list(entity_ids))
     return from_store(store, [e for edges in incident.values() for e in edges], title)
-
-
-def evidence_graph(store: HypergraphStore, evidence: EvidencePackage) -> VizGraph:
-    """The structure behind one answer: the package's hyperedges, else those evidenced in its chunks."""
-    edge_ids = [hit.hyperedge.edge_id for hit in evidence.hyperedges]
-    if not edge_ids:
-        edge_ids = [e for item in evidence.items for e in store.chunk_hyperedges(item.chunk.chunk_id)]
-    return from_store(store, edge_ids, f"evidence: {evidence.question}")

@@ -16,7 +16,8 @@ from hyperfolio.model import DocumentInfo, EvidencePackage
 from hyperfolio.store.base import Store
 from hyperfolio.viz.congestion import prune
 from hyperfolio.viz.draw import render
-from hyperfolio.viz.graph import VizGraph, document_graph, entity_graph, evidence_graph
+from hyperfolio.viz.evidence import evidence_graph
+from hyperfolio.viz.graph import VizGraph, document_graph, entity_graph
 from hyperfolio.viz.html import write_html
 from hyperfolio.viz.probe import DEFAULT_PAIR, Choice, choose_layouts, make_probes
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from hyperfolio.model import Entity, Hyperedge
+from hyperfolio.model import VALUE_TYPES, Entity, Hyperedge
 from hyperfolio.phrases import normalize_name
 from hyperfolio.store.base import chunk_doc_page
 from hyperfolio.store.sql.documents import GRAPH_VECTORS
@@ -173,13 +173,16 @@ class GraphTables(LayerTables):
         )
 
     def chunk_entities(self, doc_id: str) -> dict[str, list[tuple[str, str]]]:
-        """chunk -> [(entity id, name)] for a document's chunks."""
+        """chunk -> [(entity id, name)] for a document's chunks: the entities that link chunks (values,
+        `VALUE_TYPES`, are left out)."""
         d = self.dialect
+        test, params = d.among(sorted(VALUE_TYPES))
         out: dict[str, list[tuple[str, str]]] = {}
         for chunk, entity, name in self._query(
             f"SELECT p.chunk_id, e.entity_id, e.name FROM {d.doc_provenance} JOIN entities e ON e.entity_id = p.item_id"
-            f" WHERE p.item_kind = 'entity' AND p.doc_id = ? ORDER BY p.chunk_id, e.name, p.{d.row}",
-            (doc_id,),
+            f" WHERE p.item_kind = 'entity' AND p.doc_id = ? AND NOT (e.type {test})"
+            f" ORDER BY p.chunk_id, e.name, p.{d.row}",
+            (doc_id, *params),
         ):
             out.setdefault(chunk, []).append((entity, name))
         return out
