@@ -31,6 +31,7 @@ from hyperfolio.parse.unlock import Password
 from hyperfolio.retrieve import STRATEGIES, Query, Strategy, make_strategy
 from hyperfolio.retrieve.encoding import TextCache
 from hyperfolio.retrieve.features import Candidates, candidate_features
+from hyperfolio.retrieve.graph_walk import prebuild
 from hyperfolio.retrieve.ranker import RankerSet
 from hyperfolio.retrieve.routing import routed
 from hyperfolio.retrieve.run import document_first, ready_scope, run_strategy
@@ -270,10 +271,13 @@ class Collection:
     def warm(self, wait: bool = False) -> None:
         """Load the models and the vector spaces now, so the first question is as fast as the others; with
         `wait`, also wait for the indexes a large collection makes in the background (minutes at a million
-        chunks the first time; a reopened collection takes up the ones it saved)."""
+        chunks the first time; a reopened collection takes up the ones it saved); and build the random
+        walk's graphs of the long documents (`retrieve.graph_walk.prebuild`)."""
         self.embedder.embed(["warm up"])
         self.graph_embedder.embed(["warm up"])
         self.store.warm(wait)
+        if self.settings.build.hypergraph:
+            prebuild(self.parts.retrieval_context(self._texts))
 
     def ask(self, question: str, **scope: Unpack[Scope]) -> Answer:
         """Answer a question with citations to document, page and region.

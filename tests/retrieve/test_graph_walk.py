@@ -79,3 +79,24 @@ def test_a_collection_too_large_to_walk_whole_is_walked_only_within_a_questions_
     kansas = next(d.doc_id for d in articles.store.list_documents() if "kansas.md" in d.source)
     scoped = walk_graph(Query("fight song", doc_ids=[kansas]), ctx)
     assert scoped is not None and scoped.chunks
+
+
+def test_warming_builds_the_walk_graphs_of_long_documents_only(articles, monkeypatch):
+    built: list[tuple[str, ...]] = []
+    real = graph_walk.build_walk_graph
+    monkeypatch.setattr(graph_walk, "build_walk_graph", lambda ctx, ids: built.append(tuple(ids)) or real(ctx, ids))
+    docs = articles.store.list_documents()
+    assert {d.num_chunks for d in docs} == {1}
+    monkeypatch.setattr(graph_walk, "PREBUILD_CHUNKS", 2)  # longer than any of them: none built
+    articles._texts = type(articles._texts)()  # a fresh cache: nothing built before
+    articles.warm()
+    assert built == []
+    monkeypatch.setattr(graph_walk, "PREBUILD_CHUNKS", 1)
+    articles.warm()
+    assert set(built) == {(d.doc_id,) for d in docs}
+    built.clear()
+    song = next(d for d in docs if "song.md" in d.source)
+    evidence = articles.retrieve("What is the fight song of the University of Kansas?", mode="auto", doc=song.doc_id)
+    assert (
+        "source:walk" in evidence.meta["stage_seconds"] and built == []
+    )  # the first question of a warmed document reads its walk graph, built already
