@@ -28,6 +28,20 @@ NUMBER_WORDS: dict[str, int] = {
     "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
 }  # fmt: skip
 
+# A month's name or abbreviation -> its number.
+MONTHS: dict[str, int] = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+            ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+            ("october", "oct"), ("november", "nov"), ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}  # fmt: skip
+
 # A place in order written as a word: "the second page", "the third quarter", "the fourth bullet".
 ORDINAL_WORDS: dict[str, int] = {
     word: place

@@ -12,7 +12,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from hyperfolio.labels import DISPLAY_PARTS, label_mentions
-from hyperfolio.lexicon import STOPWORDS
+from hyperfolio.lexicon import MONTHS, STOPWORDS
 
 # Words that may sit inside a capitalised name ("Bank of England", "Procter & Gamble").
 _CONNECTORS = {"of", "&", "for", "the", "de", "la", "du", "von", "van"}
@@ -135,10 +135,9 @@ def first_number(text: str) -> float | None:
 
 # Names that say little about which passage answers, whatever the document: legal-form suffixes,
 # calendar words and bare units. Years and bare numbers are recognised by shape.
-_GENERIC_NAMES = frozenset(
+_GENERIC_NAMES = frozenset(MONTHS) | frozenset(
     """inc inc. ltd ltd. llc corp corp. co co. plc ag sa gmbh nv bv lp llp group company companies
-    january february march april may june july august september october november december
-    jan feb mar apr jun jul aug sep sept oct nov dec q1 q2 q3 q4 h1 h2 fy
+    q1 q2 q3 q4 h1 h2 fy
     monday tuesday wednesday thursday friday saturday sunday
     % percent per cent million billion thousand usd eur gbp inr rs rs. mw gw kw kg km mm cm""".split()
 )

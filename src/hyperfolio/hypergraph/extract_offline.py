@@ -20,6 +20,7 @@ from hyperfolio.hypergraph.entity_filters import WordCase, clean_name, table_nam
 from hyperfolio.hypergraph.extract import FACT, HIGH, LOW, ExtractedEdge, ExtractedEntity, PageGraph, PageUnit
 from hyperfolio.hypergraph.facts_offline import ConceptNamer, column_relation, header_concept, relation_label
 from hyperfolio.labels import DISPLAY_PARTS, opening_label
+from hyperfolio.lexicon import MONTHS
 from hyperfolio.model import VALUE_TYPES, Chunk
 from hyperfolio.phrases import (
     Phrase,
@@ -39,7 +40,6 @@ _KIND_TYPE = {
     "label": "reference",
     "keyphrase": "concept",
 }
-_MONTHS = frozenset("january february march april may june july august september october november december".split())
 _CELL_NUMBER = re.compile(r"^[^\d-]*-?\d[\d,]*(?:\.\d+)?\s*%?[^\d]*$")
 
 
@@ -87,7 +87,7 @@ class OfflineExtractor:
         for unit in units:
             for chunk in unit.chunks:
                 texts.append(self._chunk_text(chunk))
-                text = chunk.caption or "" if chunk.modality == "image" else chunk.text
+                text = (chunk.caption or "") if chunk.modality == "image" else chunk.text
                 said.append(text)
                 found = find_phrases(text)
                 phrases.update({normalize_name(p.text) for p in found})
@@ -183,7 +183,7 @@ class OfflineExtractor:
             return None
         start = phrase.start + max(0, phrase.text.find(text))
         if generic_name(text):  # "January" is a date; "Inc" alone is nothing
-            return Phrase(text, "year", start) if text.lower() in _MONTHS else None
+            return Phrase(text, "year", start) if text.lower() in MONTHS else None
         return Phrase(text, "name", start)
 
     def _score(self, phrase: Phrase, stats: _Stats) -> float:
