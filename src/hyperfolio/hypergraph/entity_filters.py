@@ -45,7 +45,8 @@ _VERB_LAST = frozenset(
     make makes made found use uses used based against within across without become becomes get gets
     take takes took give gives gave see seen need needs want wants help helps tens allows enables requires
     provides presents contains means suggests indicates leads remains seems appears follows describes
-    reports brought born meant carried out under between whose them themselves very top""".split()
+    reports brought born meant carried out under between whose them themselves himself herself itself very
+    top""".split()
 )
 
 

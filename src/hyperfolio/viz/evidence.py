@@ -8,6 +8,7 @@ passages the answer stands on, without boilerplate or near-duplicates.
 - **boilerplate** leaves the picture: a name generic by its form (a year, "Inc") and a name on more than
   half of a long document's pages (a running header, the publisher's name in every footer), unless the
   question asks for it;
+- the same two cleanings (`tidy`) serve the pictures of a document and of an entity's neighbourhood;
 - **near-duplicates** become one vertex: a name whose words all sit in another drawn name ("ethical
   standards" in "high ethical standards") is drawn as that one.
 """
@@ -35,11 +36,18 @@ def evidence_graph(store: GraphStore, evidence: EvidencePackage, passages: int =
     asked = {hit.entity.entity_id for hit in evidence.entities} & set(graph.entities)
     for key in asked:
         graph.entities[key].asked = True
-    for key in _boilerplate(store, graph, asked):
-        graph.remove_entity(key)
-    _fold_near_duplicates(graph, asked)
+    tidy(store, graph, asked)
     for edge in graph.edges.values():  # what ties the question to the answer is drawn first
         edge.rank = (0 if asked & set(edge.members) else 1, 0 if chunks & set(edge.chunks) else 1)
+    return graph.number()
+
+
+def tidy(store: GraphStore, graph: VizGraph, keep: set[str] | frozenset[str] = frozenset()) -> VizGraph:
+    """Any picture without boilerplate and near-duplicate names (see the module); `keep` (the question's
+    entities) stays whatever it is."""
+    for key in _boilerplate(store, graph, set(keep)):
+        graph.remove_entity(key)
+    _fold_near_duplicates(graph, set(keep))
     for orphan in [k for k in graph.entities if graph.degree(k) == 0]:
         graph.entities.pop(orphan)
     return graph.number()

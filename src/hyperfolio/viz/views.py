@@ -16,7 +16,7 @@ from hyperfolio.model import DocumentInfo, EvidencePackage
 from hyperfolio.store.base import Store
 from hyperfolio.viz.congestion import prune
 from hyperfolio.viz.draw import render
-from hyperfolio.viz.evidence import evidence_graph
+from hyperfolio.viz.evidence import evidence_graph, tidy
 from hyperfolio.viz.graph import VizGraph, document_graph, entity_graph
 from hyperfolio.viz.html import write_html
 from hyperfolio.viz.probe import DEFAULT_PAIR, Choice, choose_layouts, make_probes
@@ -67,12 +67,12 @@ def focus_graph(
     """The part of the hypergraph a picture shows: a document's, an entity's neighbourhood (entities
     whose names match), or the evidence behind a question."""
     if doc is not None:
-        return document_graph(store, doc.doc_id, doc.title)
+        return tidy(store, document_graph(store, doc.doc_id, doc.title))
     if entity is not None:
         ids = store.entities_matching(entity)
         if not ids:
             raise HyperfolioError(f"no entity named {entity!r} in this collection")
-        return entity_graph(store, ids, f"around {entity}")
+        return tidy(store, entity_graph(store, ids, f"around {entity}"), set(ids))
     assert evidence is not None
     return evidence_graph(store, evidence)
 
