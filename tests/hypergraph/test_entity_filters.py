@@ -82,15 +82,17 @@ def test_aliases_by_form_and_initials():
         _named("sub task"),
         _named("cqc", "CQC", "acronym"),
         _named("care quality commission"),
-        _named("generated reasoning program", type_="concept"),
-        _named("generate reasoning program", type_="concept", mentions=2),
+        _named("recommender systems", type_="concept"),
+        _named("recommendation system", type_="concept", mentions=2),
+        _named("generated answer", type_="concept"),
+        _named("generate answer", type_="concept"),  # a verb's ending is no noun's
         _named("nca", "NCA", "acronym"),  # two names spell it: which one is unsaid
         _named("national climate assessment"),
         _named("north carolina association"),
     ]
     assert {(p.alias, p.target) for p in form_pairs(names)} == {
         ("sub task", "subtask"),
-        ("generated reasoning program", "generate reasoning program"),
+        ("recommender systems", "recommendation system"),
     }
     assert {(p.alias, p.target) for p in initials_pairs(names)} == {("cqc", "care quality commission")}
 

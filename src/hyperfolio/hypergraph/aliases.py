@@ -2,7 +2,8 @@
 
 Three ways, each checked by hand on pairs from the dev PDFs (benchmarks/alias_pairs.py):
 
-- **string form**: the same letters written apart, joined or dotted ("e-mail", "email"; "U.S.", "US");
+- **string form**: the same letters written apart, joined or dotted ("e-mail", "email"; "U.S.", "US"), a
+  term's noun endings aside;
 - **initials**: an acronym whose letters are the initials of exactly one longer name in the document
   ("CQC", "Care Quality Commission"), beside the acronyms a document defines ("... (RAG)", `merge`);
 - **embedding**: a name whose words are all in a longer one ("Trump", "Donald Trump"; "Syracuse",
@@ -45,13 +46,13 @@ class Named:
     mentions: int
 
 
-_SUFFIX = re.compile(r"(?:ations?|ers?|ings?|ed|ion|es|e|s)$")
+_SUFFIX = re.compile(r"(?:ations?|ers?|ions?|es|s)$")
 
 
 def _form(key: str, inflected: bool = False) -> str:
-    """The letters a name is written with; for a term (`inflected`), each word's inflection dropped too
-    ("generated reasoning program", "generate reasoning programs"; "recommender system", "recommendation
-    system"). A proper name keeps its endings: "Streeter" is not "Street"."""
+    """The letters a name is written with; for a term (`inflected`), each word's noun endings dropped too
+    ("recommender system", "recommendation systems"), not a verb's ("generated answer" is not "generate
+    answer": judged on the dev PDFs). A proper name keeps its endings: "Streeter" is not "Street"."""
     words = [_SUFFIX.sub("", w) if inflected and len(w) > 5 else w for w in key.split()]
     return _FORM.sub("", " ".join(words))
 
