@@ -86,6 +86,8 @@ def test_aliases_by_form_and_initials():
         _named("recommendation system", type_="concept", mentions=2),
         _named("generated answer", type_="concept"),
         _named("generate answer", type_="concept"),  # a verb's ending is no noun's
+        _named("streeter", type_="person"),  # a model's type: a name keeps its endings
+        _named("street", type_="person"),
         _named("nca", "NCA", "acronym"),  # two names spell it: which one is unsaid
         _named("national climate assessment"),
         _named("north carolina association"),

@@ -24,7 +24,7 @@ import numpy as np
 
 from hyperfolio.lexicon import JOINING_WORDS
 
-_NAME_TYPES = frozenset({"name", "acronym"})
+_TERM_TYPES = frozenset({"concept"})  # lower-case terms; any other type (a model's "person" too) is a name
 _FORM = re.compile(r"[\s.\-_'’]+")
 
 
@@ -70,7 +70,7 @@ def _acronym(name: str) -> str:
 def form_pairs(names: list[Named]) -> list[AliasPair]:
     groups: dict[str, list[Named]] = {}
     for named in names:
-        groups.setdefault(_form(named.key, named.type not in _NAME_TYPES), []).append(named)
+        groups.setdefault(_form(named.key, named.type in _TERM_TYPES), []).append(named)
     pairs = []
     for group in groups.values():
         if len(group) > 1:
@@ -97,7 +97,7 @@ def embedding_candidates(names: list[Named]) -> list[tuple[Named, Named]]:
     ("Wadden", "David Wadden") and in no other name of the document. Names that only share a word ("open
     book setting", "closed book setting") are mostly two things, whatever their cosine (judged on the dev
     PDFs); so is a term inside a longer term ("fact checking", "few-shot fact checking": a kind of it)."""
-    names = [n for n in names if n.type in _NAME_TYPES]
+    names = [n for n in names if n.type not in _TERM_TYPES]
     by_word: dict[str, list[Named]] = {}
     for named in names:
         for word in set(named.key.split()):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from hyperfolio.hypergraph.aliases import Named
 from hyperfolio.hypergraph.extract import FACT, ExtractedEdge, ExtractedEntity, PageGraph
+from hyperfolio.model import VALUE_TYPES
 from hyperfolio.phrases import normalize_name
 
 _DEFINITION = re.compile(r"([A-Z][\w\-]*(?:\s+(?:of|for|and|the|[A-Z][\w\-]*)){1,8})\s+\(([A-Z][A-Za-z0-9\-]{1,9})\)")
@@ -77,9 +78,9 @@ def acronym_aliases(graphs: list[PageGraph]) -> dict[str, str]:
     return aliases
 
 
-# Vertices whose names may be aliases of each other (hypergraph/aliases.py): not values, not a document's
-# own tables and figures, not column headers.
-ALIASED_TYPES = frozenset({"name", "acronym", "concept", "table_key"})
+# Vertices whose names are never aliases of others (hypergraph/aliases.py): values, a document's own tables
+# and figures, column headers.
+UNALIASED_TYPES = VALUE_TYPES | DOCUMENT_LOCAL_TYPES | {"table_header"}
 
 
 def document_names(graphs: list[PageGraph]) -> list[Named]:
@@ -88,7 +89,7 @@ def document_names(graphs: list[PageGraph]) -> list[Named]:
     seen: dict[str, tuple[str, str, set[str]]] = {}
     for graph in graphs:
         for e in graph.entities:
-            if e.type in ALIASED_TYPES and (key := normalize_name(e.name)):
+            if e.type not in UNALIASED_TYPES and (key := normalize_name(e.name)):
                 seen.setdefault(key, (e.name, e.type, set()))[2].update(e.chunks)
     return [Named(key, name, type_, len(chunks)) for key, (name, type_, chunks) in seen.items()]
 
