@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_type_hints
 
 import typer
+from rich.markup import escape
 
 from hyperfolio.cli.options import CollectionOpt, JsonOpt, ModeOpt, collection_flag, location, open_existing
 from hyperfolio.cli.printers import console, counted, errors, fail, print_answer, print_evidence, print_json
@@ -212,7 +213,7 @@ def demo(
         f"\n[bold]Next[/bold] (this collection, {col.label}: {where}):\n"
         f'  hyperfolio ask "Which region had the lowest revenue?"{flag}\n'
         f"  hyperfolio list{flag}\n"
-        f"  hyperfolio viz -o demo.png{flag}\n"
+        f'  hyperfolio viz -q "{escape(q)}" -o demo.png{flag}\n'
         "[bold]Your own documents[/bold] (the default collection, ~/.local/share/hyperfolio/default):\n"
         "  hyperfolio add ~/Documents/reports/\n"
         '  hyperfolio ask "your question"',
