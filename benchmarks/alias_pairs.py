@@ -27,12 +27,12 @@ from hyperfolio import Collection
 from hyperfolio.config import BuildOptions
 from hyperfolio.hypergraph.aliases import (
     AliasPair,
-    embedding_candidates,
+    embedding_pairs,
     form_pairs,
     initials_pairs,
     one_hop,
 )
-from hyperfolio.hypergraph.extract import PageUnit
+from hyperfolio.hypergraph.extract import page_units
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
 from hyperfolio.hypergraph.merge import acronym_aliases, document_names
 
@@ -45,22 +45,13 @@ def document_pairs(col: Collection, documents: int) -> dict[str, list[AliasPair]
     embedder = col.graph_embedder
     out: dict[str, list[AliasPair]] = {}
     for doc in docs:
-        by_page: dict[int, list] = {}
-        for chunk in col.store.iter_chunks(doc.doc_id):
-            by_page.setdefault(chunk.page, []).append(chunk)
-        units = [PageUnit(doc.doc_id, doc.title, page, chunks) for page, chunks in sorted(by_page.items())]
-        graphs = OfflineExtractor().extract_document(units)
+        graphs = OfflineExtractor().extract_document(
+            page_units(doc.doc_id, doc.title, col.store.iter_chunks(doc.doc_id))
+        )
         names = document_names(graphs)
         pairs = [AliasPair(a, t, "defined", 1.0) for a, t in acronym_aliases(graphs).items()]
         pairs += form_pairs(names) + initials_pairs(names)
-        candidates = embedding_candidates(names)
-        if candidates:
-            texts = sorted({n.name for pair in candidates for n in pair})
-            vectors = embedder.embed(texts)
-            vectors = vectors / (((vectors**2).sum(axis=1, keepdims=True)) ** 0.5 + 1e-9)
-            row = {t: i for i, t in enumerate(texts)}
-            for a, b in candidates:
-                pairs.append(AliasPair(a.key, b.key, "embedding", float(vectors[row[a.name]] @ vectors[row[b.name]])))
+        pairs += embedding_pairs(names, embedder.embed, threshold=-1.0)  # every candidate, with its cosine
         out[Path(doc.source).name] = pairs
     return out
 

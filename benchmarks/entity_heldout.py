@@ -39,7 +39,7 @@ def drawn(collection: Path, per_document: int) -> dict[str, list[str]]:
         docs = sorted(col.store.list_documents(), key=lambda d: Path(d.source).name)
         out = {}
         for doc in [docs[i] for i in PICKED if i < len(docs)]:
-            by_page: dict[int, list] = {}
+            by_page: dict[int, list] = {}  # written out: an older checkout has no `extract.page_units`
             for chunk in col.store.iter_chunks(doc.doc_id):
                 by_page.setdefault(chunk.page, []).append(chunk)
             units = [PageUnit(doc.doc_id, doc.title, page, chunks) for page, chunks in sorted(by_page.items())]

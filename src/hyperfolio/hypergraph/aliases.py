@@ -9,7 +9,7 @@ Three ways, each checked by hand on pairs from the dev PDFs (benchmarks/alias_pa
 - **embedding**: a name whose words are all in a longer one ("Trump", "Donald Trump"; "Syracuse",
   "Syracuse University"), merged into it when the static embedder puts them at least `threshold` close
   in cosine. Off unless a threshold is set: on the dev PDFs' labelled pairs its best held-out threshold
-  merges right 61 % of the time ("Madrid" is not "Atletico Madrid", "Clark" which Clark).
+  merges right 63 % of the time ("Madrid" is not "Atletico Madrid", "Clark" which Clark).
 
 Each alias maps a name's normalised key to the key it merges into; no key is both (one hop).
 """

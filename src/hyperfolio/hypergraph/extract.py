@@ -9,6 +9,7 @@ and a tail, and a concept (a category such as Company or Metric) for every entit
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -57,6 +58,14 @@ class PageUnit:
     title: str
     page: int
     chunks: list[Chunk]
+
+
+def page_units(doc_id: str, title: str, chunks: Iterable[Chunk]) -> list[PageUnit]:
+    """A document's chunks as the page units an extractor reads, page by page."""
+    by_page: dict[int, list[Chunk]] = {}
+    for chunk in chunks:
+        by_page.setdefault(chunk.page, []).append(chunk)
+    return [PageUnit(doc_id, title, page, on_page) for page, on_page in sorted(by_page.items())]
 
 
 class Extractor(Protocol):

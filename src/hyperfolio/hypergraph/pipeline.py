@@ -12,7 +12,7 @@ import numpy as np
 from hyperfolio.config import BuildOptions
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.hypergraph.aliases import find_aliases
-from hyperfolio.hypergraph.extract import Extractor, PageUnit
+from hyperfolio.hypergraph.extract import Extractor, page_units
 from hyperfolio.hypergraph.layers import (
     THEME,
     Themer,
@@ -204,10 +204,7 @@ def _write_document_graph(
     report: GraphReport,
 ) -> None:
     """Extraction to the written graph; the store changes only in the last, single transaction."""
-    by_page: dict[int, list] = {}
-    for chunk in store.iter_chunks(doc_id):
-        by_page.setdefault(chunk.page, []).append(chunk)
-    units = [PageUnit(doc_id, title, page, chunks) for page, chunks in sorted(by_page.items())]
+    units = page_units(doc_id, title, store.iter_chunks(doc_id))
     note("extracting")
     extractor = parts.extractor
     before = {name: getattr(extractor, attr, 0) for name, attr in EXTRACTION_COUNTS.items()}

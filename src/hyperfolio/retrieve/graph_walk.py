@@ -144,7 +144,7 @@ def restart_vector(
     present = [(vector, share) for vector, share in groups if vector.sum() > 0]
     total = sum(share for _, share in present)
     for vector, share in present:  # a group alone takes all the mass, whatever its share
-        restart += vector / vector.sum() * (share / total if total > 0 else 1.0 / len(present))
+        restart += vector / vector.sum() * (share / total)
     return restart
 
 

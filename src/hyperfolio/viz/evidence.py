@@ -44,13 +44,13 @@ def evidence_graph(store: GraphStore, evidence: EvidencePackage, passages: int =
 
 def tidy(store: GraphStore, graph: VizGraph, keep: set[str] | frozenset[str] = frozenset()) -> VizGraph:
     """Any picture without boilerplate and near-duplicate names (see the module); `keep` (the question's
-    entities) stays whatever it is."""
+    entities) stays whatever it is. Display ids are the caller's to give (`VizGraph.number`)."""
     for key in _boilerplate(store, graph, set(keep)):
         graph.remove_entity(key)
     _fold_near_duplicates(graph, set(keep))
     for orphan in [k for k in graph.entities if graph.degree(k) == 0]:
         graph.entities.pop(orphan)
-    return graph.number()
+    return graph
 
 
 def _boilerplate(store: GraphStore, graph: VizGraph, asked: set[str]) -> list[str]:

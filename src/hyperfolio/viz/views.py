@@ -67,12 +67,12 @@ def focus_graph(
     """The part of the hypergraph a picture shows: a document's, an entity's neighbourhood (entities
     whose names match), or the evidence behind a question."""
     if doc is not None:
-        return tidy(store, document_graph(store, doc.doc_id, doc.title))
+        return tidy(store, document_graph(store, doc.doc_id, doc.title)).number()
     if entity is not None:
         ids = store.entities_matching(entity)
         if not ids:
             raise HyperfolioError(f"no entity named {entity!r} in this collection")
-        return tidy(store, entity_graph(store, ids, f"around {entity}"), set(ids))
+        return tidy(store, entity_graph(store, ids, f"around {entity}"), set(ids)).number()
     assert evidence is not None
     return evidence_graph(store, evidence)
 
