@@ -17,6 +17,7 @@ TIERS = {
     "render": 0,  # plain-data views of answers, for the faces' JSON
     "store": 1, "llm": 1, "embed": 1,
     "parse": 2, "cards": 2, "hypergraph": 2, "retrieve": 2, "answer": 2, "viz": 2,
+    "dialogue": 2,  # a conversation's turns and follow-ups rewritten to stand alone
     "ingest": 3, "components": 3,
     "collection": 4,
     "cli": 5, "server": 5, "eval": 5, "sample": 5, "__main__": 5, "__init__": 5,

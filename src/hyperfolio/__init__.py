@@ -19,9 +19,9 @@ from hyperfolio.model import (
 )
 
 if TYPE_CHECKING:
-    from hyperfolio.collection import AddReport, AddResult, Collection
+    from hyperfolio.collection import AddReport, AddResult, Collection, Conversation, Turn
 
-_LAZY = {"AddReport", "AddResult", "Collection"}
+_LAZY = {"AddReport", "AddResult", "Collection", "Conversation", "Turn"}
 
 
 def __getattr__(name: str) -> Any:
@@ -41,6 +41,7 @@ __all__ = [
     "Chunk",
     "Citation",
     "Collection",
+    "Conversation",
     "Document",
     "DocumentInfo",
     "DocumentNotFound",
@@ -51,5 +52,6 @@ __all__ = [
     "ParseError",
     "ParseOptions",
     "Settings",
+    "Turn",
     "UnsupportedFileError",
 ]

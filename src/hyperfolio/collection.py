@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
 from hyperfolio.answer.extractive import Answerer
 from hyperfolio.components import ComponentSet, offline_extractor
 from hyperfolio.config import Settings
+from hyperfolio.dialogue import CITED_SCOPE, Rewrite, Turn, rewrite_offline
 from hyperfolio.embed.local import make_embedder
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.errors import HyperfolioError
@@ -57,7 +58,10 @@ if TYPE_CHECKING:  # loaded when first used: a question needs none of them
 
 RETRIEVAL_MODES: tuple[str, ...] = tuple(STRATEGIES)
 # Names other modules take from here: the public API is one import.
-__all__ = ["RETRIEVAL_MODES", "STAGE_READY", "AddProgress", "AddReport", "AddResult", "Collection", "Picture"]
+__all__ = [
+    "RETRIEVAL_MODES", "STAGE_READY", "AddProgress", "AddReport", "AddResult", "Collection", "Conversation", "Picture",
+    "Turn",
+]  # fmt: skip
 __all__ += ["EMBED_BATCH_CHUNKS", "embedding_text", "expand_paths", "is_collection"]
 
 T = TypeVar("T")
@@ -279,13 +283,37 @@ class Collection:
         if self.settings.build.hypergraph:
             prebuild(self.parts.retrieval_context(self._texts))
 
-    def ask(self, question: str, **scope: Unpack[Scope]) -> Answer:
+    def ask(self, question: str, history: Sequence[Turn] | None = None, **scope: Unpack[Scope]) -> Answer:
         """Answer a question with citations to document, page and region.
 
+        With `history` (the conversation's earlier turns, oldest first) a follow-up ("and in 2022?",
+        "why?") is first rewritten into a question that stands alone (`followup`); the answer's
+        `question` is then that one, and `meta["followup"]` says what was asked and how it was read.
         A lexical mode (bm25) stays lexical end to end: without a language model the passages are
         scored by their words, so no embedding model loads (an answer from the CLI in about a second).
         """
-        return self.answer(question, self.retrieve(question, **scope), scope.get("mode"))
+        rewrite, carried = self.followup(question, history or [], scope)
+        answer = self.answer(rewrite.standalone, self.retrieve(rewrite.standalone, **carried), scope.get("mode"))
+        if rewrite.changed or scope.get("doc") != carried.get("doc"):
+            answer.meta["followup"] = {"asked": rewrite.asked, "standalone": rewrite.standalone, "how": rewrite.how}
+            answer.meta["followup"]["doc"] = carried.get("doc")
+        return answer
+
+    def followup(self, question: str, history: Sequence[Turn], scope: Scope) -> tuple[Rewrite, Scope]:
+        """A follow-up as the question it stands for, and the scope it is asked in: the earlier turn's
+        documents when it names none ("show me the table" means the table just cited)."""
+        rewrite = rewrite_offline(question, history)
+        carried = Scope(**scope)
+        if history and not scope.get("doc"):
+            before = history[-1]
+            docs = before.scope or (before.doc_ids if rewrite.how in CITED_SCOPE else [])
+            if docs:
+                carried["doc"] = list(docs)
+        return rewrite, carried
+
+    def conversation(self) -> Conversation:
+        """A new conversation with this collection: its `ask` keeps the turns."""
+        return Conversation(self)
 
     def answer(
         self,
@@ -413,3 +441,22 @@ class Collection:
 def is_collection(path: str | Path) -> bool:
     """Whether a directory holds a collection (opening one that does not would create it)."""
     return store_exists(path)
+
+
+class Conversation:
+    """A thread of questions to one collection: each `ask` reads the turns before it and adds its own."""
+
+    def __init__(self, collection: Collection, turns: Iterable[Turn] = ()) -> None:
+        self.collection = collection
+        self.turns: list[Turn] = list(turns)
+
+    def ask(self, question: str, **scope: Unpack[Scope]) -> Answer:
+        answer = self.collection.ask(question, history=self.turns, **scope)
+        doc = answer.meta.get("followup", {}).get("doc") or scope.get("doc")
+        asked_in = [doc] if isinstance(doc, str) else list(doc or [])
+        self.turns.append(Turn.of(answer, question, asked_in, time.time()))
+        return answer
+
+    def new(self) -> None:
+        """Start over: later questions lean on nothing asked before."""
+        self.turns.clear()

@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from hyperfolio.cli import admin, check, evaluation, ingest, pictures, questions, serving
+from hyperfolio.cli import admin, chat, check, evaluation, ingest, pictures, questions, serving
 from hyperfolio.cli.printers import console, errors, fail
 from hyperfolio.config import unknown_variables
 from hyperfolio.errors import HyperfolioError
@@ -77,6 +77,7 @@ def _options(
 COMMANDS: tuple[tuple[str, Callable[..., None], str | None], ...] = (
     ("add", ingest.add, None),
     ("ask", questions.ask, None),
+    ("chat", chat.chat, None),
     ("retrieve", questions.retrieve, None),
     ("stats", admin.stats, None),
     ("estimate", ingest.estimate, None),

@@ -71,7 +71,7 @@ class _Question:
 
     def _to_collection(self, kind: Literal["ask", "retrieve"]) -> dict[str, Any]:
         """Run `Collection.ask` or `.retrieve`, turning user mistakes into a clear error and exit code 1."""
-        col = _searchable(self.collection)
+        col = searchable(self.collection)
         try:
             if kind == "ask":
                 return answer_dict(col.ask(self.text, **self.scope))
@@ -127,7 +127,7 @@ def question_command(command: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
-def _searchable(collection: str | None) -> Collection:
+def searchable(collection: str | None) -> Collection:
     """The collection to question: it must exist and hold documents, else asking it is a mistake to report."""
     col = open_existing(collection)
     if not col.titles():  # cheap: no chunk counts
