@@ -294,9 +294,9 @@ class Collection:
         """
         rewrite, carried = self.followup(question, history or [], scope)
         answer = self.answer(rewrite.standalone, self.retrieve(rewrite.standalone, **carried), scope.get("mode"))
-        if rewrite.changed or scope.get("doc") != carried.get("doc"):
-            answer.meta["followup"] = {"asked": rewrite.asked, "standalone": rewrite.standalone, "how": rewrite.how}
-            answer.meta["followup"]["doc"] = carried.get("doc")
+        followup = rewrite.meta(scope.get("doc"), carried.get("doc"))
+        if followup is not None:
+            answer.meta["followup"] = followup
         return answer
 
     def followup(self, question: str, history: Sequence[Turn], scope: Scope) -> tuple[Rewrite, Scope]:

@@ -162,9 +162,15 @@ def test_operations_keep_their_ids_and_tags(client):
         ),
         ("post", "/api/collections/{name}/retrieve"): ("retrieve_api_collections__name__retrieve_post", ["questions"]),
         ("get", "/api/collections/{name}/graph"): ("graph_api_collections__name__graph_get", ["pictures"]),
+        ("get", "/v1/models"): ("list_models_v1_models_get", ["openai-compatible"]),
+        ("get", "/v1/models/{model}"): ("get_model_v1_models__model__get", ["openai-compatible"]),
+        ("post", "/v1/chat/completions"): ("chat_completions_v1_chat_completions_post", ["openai-compatible"]),
+        ("get", "/api/version"): ("version_api_version_get", ["ollama-compatible"]),
+        ("get", "/api/tags"): ("tags_api_tags_get", ["ollama-compatible"]),
+        ("post", "/api/chat"): ("chat_api_chat_post", ["ollama-compatible"]),
     }
     assert operations == expected
-    assert list(operations) == list(expected)  # the schema's order: service, collections, ..., pictures
+    assert list(operations) == list(expected)  # the schema's order: service, collections, ..., pictures, chat
     job = schema["paths"]["/api/jobs/{job_id}"]["get"]
     assert [(p["name"], p["in"], p["required"]) for p in job["parameters"]] == [("job_id", "path", True)]
 

@@ -67,6 +67,13 @@ class Rewrite:
     def changed(self) -> bool:
         return self.standalone != self.asked
 
+    def meta(self, asked_in: object, carried: object) -> dict[str, object] | None:
+        """What an answer records of how it was asked (`Answer.meta["followup"]`): None for a question
+        asked as written, in the scope it was given."""
+        if not self.changed and asked_in == carried:
+            return None
+        return {"asked": self.asked, "standalone": self.standalone, "how": self.how, "doc": carried}
+
 
 @dataclass(frozen=True)
 class _Parts:

@@ -86,7 +86,7 @@ def turns_from_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[list[Tur
     turns: list[Turn] = []
     pending: str | None = None
     for message in messages:
-        role, text = str(message.get("role", "")), _text(message.get("content"))
+        role, text = str(message.get("role", "")), message_text(message.get("content"))
         if role == "user":
             if pending is not None:  # two user messages in a row: the first went unanswered
                 turns.append(Turn(question=pending))
@@ -99,8 +99,8 @@ def turns_from_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[list[Tur
     return turns, pending.strip()
 
 
-def _text(content: Any) -> str:
-    """A message's text: a string, or OpenAI's list of parts (the text parts joined)."""
+def message_text(content: Any) -> str:
+    """A chat message's text: a string, or OpenAI's list of parts (the text parts joined)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):

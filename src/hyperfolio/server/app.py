@@ -23,6 +23,8 @@ from hyperfolio.server.jobs import JobQueue, unfinished_uploads
 from hyperfolio.server.library import Library
 from hyperfolio.server.problems import PROBLEM_RESPONSES, install, problem_response
 from hyperfolio.server.routes import ROUTERS
+from hyperfolio.server.routes.ollama_compat import OLLAMA_PATHS, ollama_error
+from hyperfolio.server.routes.openai_compat import openai_error
 from hyperfolio.server.state import ServiceState
 from hyperfolio.server.uploads import UPLOAD_DIR
 from hyperfolio.version import package_version
@@ -106,18 +108,27 @@ def _lifespan(state: ServiceState, mcp_app: Starlette | None) -> Callable[[FastA
 
 
 async def require_key(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    """With an API key set, the API (but its health probe) and the MCP endpoint ask for it."""
+    """With an API key set, the API (but its health probe), the OpenAI-compatible `/v1` and the MCP
+    endpoint ask for it; the compatible endpoints refuse in their clients' error shape."""
     api_key = request.app.state.service.config.api_key
     path = request.url.path
-    guarded = (path.startswith("/api/") and path not in ("/api/health",)) or path.startswith("/mcp")
+    guarded = (path.startswith("/api/") and path not in ("/api/health",)) or path.startswith(("/mcp", "/v1"))
     if api_key and guarded and request.method != "OPTIONS":
         sent = request.headers.get("authorization", "")
         token = sent[7:] if sent.lower().startswith("bearer ") else request.query_params.get("key", "")
         if not hmac.compare_digest(token.encode(), api_key.encode()):
-            return problem_response(
-                401,
-                "this service needs its API key: send 'Authorization: Bearer <key>'",
-                request,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+            return _refusal(request)
     return await call_next(request)
+
+
+def _refusal(request: Request) -> Response:
+    detail = "this service needs its API key: send 'Authorization: Bearer <key>'"
+    path, challenge = request.url.path, {"WWW-Authenticate": "Bearer"}
+    if path.startswith("/v1"):
+        refused = openai_error(401, detail, "invalid_api_key")
+    elif path in OLLAMA_PATHS:
+        refused = ollama_error(401, detail)
+    else:
+        return problem_response(401, detail, request, headers=challenge)
+    refused.headers.update(challenge)
+    return refused

@@ -1,8 +1,19 @@
-"""The HTTP API, one router per tag, in the order the OpenAPI schema lists them; the web app last."""
+"""The HTTP API, one router per tag, in the order the OpenAPI schema lists them; then the OpenAI- and
+Ollama-compatible chat endpoints (a collection as a chat model); the web app last."""
 
 from __future__ import annotations
 
-from hyperfolio.server.routes import collections, documents, health, jobs, pictures, questions, web
+from hyperfolio.server.routes import (
+    collections,
+    documents,
+    health,
+    jobs,
+    ollama_compat,
+    openai_compat,
+    pictures,
+    questions,
+    web,
+)
 
 ROUTERS = (
     health.router,
@@ -11,5 +22,7 @@ ROUTERS = (
     jobs.router,
     questions.router,
     pictures.router,
+    openai_compat.router,
+    ollama_compat.router,
     web.router,
 )
