@@ -58,6 +58,13 @@ def test_why_and_show_lean_on_the_last_question_that_asked_something():
     assert rewrite_offline("show me the table", turns).standalone == "The table of revenue in 2022"
 
 
+def test_that_and_this_are_pronouns_only_where_they_stand_for_a_thing():
+    assert rewrite_offline("How did that change?", [REVENUE]).standalone == "How did revenue in 2023 change?"
+    standalone = "Which region has the plant that opened in 2022?"
+    assert rewrite_offline(standalone, [REVENUE]).standalone == standalone
+    assert rewrite_offline("What is this year's outlook?", [REVENUE]).standalone == "What is this year's outlook?"
+
+
 def test_the_new_part_of_a_followup_is_never_dropped():
     """Offline follow-ups must not fall back to the previous question."""
     for followup, new in [("and in 2019?", "2019"), ("what about headcount?", "headcount"), ("and Q4?", "Q4")]:

@@ -40,7 +40,13 @@ _SHOW = re.compile(
     r"^\s*(?:(?:can\s+you\s+|could\s+you\s+|please\s+)?(?:show|give|display|open)(?:\s+me)?|where\s+is|which\s+page)\b",
     re.IGNORECASE,
 )
-_PRONOUN = re.compile(r"\b(it|its|that|this|they|them|their|these|those|the same)\b", re.IGNORECASE)
+# "it", "they"...; "that", "this" only where they stand for a thing ("why is that?", "did that change?"),
+# not where they point at a noun or start a clause ("the plant that opened", "this year").
+_PRONOUN = re.compile(
+    r"\b(?:it|its|they|them|their|the same)\b|"
+    r"\b(?:that|this|these|those)\b(?=\s*(?:[?.!]|$|(?:is|was|were|are|mean|means|change|changed|happen|happened)\b))",
+    re.IGNORECASE,
+)
 _NAME = re.compile(r"\b[A-Z][\w&.\-']*(?:\s+(?:of\s+|&\s+|and\s+)?[A-Z][\w&.\-']*)*")
 _QUESTION_WORDS = {
     "what", "which", "who", "whom", "whose", "where", "when", "why", "how", "is", "are", "was", "were",
