@@ -339,6 +339,10 @@ EXCLUDED_COLUMNS: dict[str, str] = {
     "model_cache.created_at": "wall-clock time",
     "model_usage.seconds": "time spent",
     "model_servers.probed_at": "wall-clock time",
+    "conversations.conversation_id": "a random token",
+    "conversations.created_at": "wall-clock time",
+    "conversations.updated_at": "wall-clock time",
+    "conversation_turns.conversation_id": "the conversation's random token",
 }
 # Tables not compared at all, and why.
 EXCLUDED_TABLES: dict[str, str] = {
@@ -507,6 +511,11 @@ def dump_rows(rows: Callable[[str], list[tuple[Any, ...]]], k: _Keys, files: Pat
     t["reconcile_stats"] = _sorted(
         (k.doc(d), json.dumps(_json(counts), sort_keys=True))
         for d, counts in rows("SELECT doc_id, counts FROM reconcile_stats")
+    )
+    # Conversations: their ids and times are random and the clock's; compared by owner, title and turns.
+    t["conversations"] = _sorted(rows("SELECT owner, title FROM conversations"))
+    t["conversation_turns"] = _sorted(
+        (n, json.dumps(_json(turn), sort_keys=True)) for n, turn in rows("SELECT n, turn FROM conversation_turns")
     )
     t["model_cache"] = _sorted(rows("SELECT key, model, response, prompt_tokens, completion_tokens FROM model_cache"))
     t["model_usage"] = _sorted(

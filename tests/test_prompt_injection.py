@@ -206,8 +206,8 @@ def test_a_reply_citing_missing_evidence_cites_nothing_that_does_not_exist(index
     fake_llm.script(Reply.json(reply))
     answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(QUESTION, evidence)
     assert answer.answerer == "extractive (model failed: no valid citations)"
-    shown = [item.citation for item in evidence.items]
-    assert answer.citations and all(c in shown for c in answer.citations)
+    shown = [item.citation.chunk_id for item in evidence.items]
+    assert answer.citations and all(c.chunk_id in shown for c in answer.citations)
     assert all(1 <= n <= len(answer.citations) for n in markers(answer.text))
 
 
@@ -218,7 +218,8 @@ def test_only_numbers_of_chunks_shown_become_citations(indexed, fake_llm, fake_c
     fake_llm.script(Reply.json({"answer": written, "citations": [1, 99, 7], "sufficient": True}))
     answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(QUESTION, evidence)
     assert answer.answerer == "llm"
-    assert answer.citations == [evidence.items[0].citation]
+    assert [c.chunk_id for c in answer.citations] == [evidence.items[0].citation.chunk_id]
+    assert answer.citations[0].quote == "The Port of Kelmouth handled 3,400 vessel calls in 2023."  # what answers
     assert answer.text == "3,400 calls [1]"  # the model's own markers are renumbered from what it validly cited
 
 

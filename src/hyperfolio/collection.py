@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
 from hyperfolio.answer.extractive import Answerer
 from hyperfolio.components import ComponentSet, offline_extractor
 from hyperfolio.config import Settings
-from hyperfolio.dialogue import CITED_SCOPE, Rewrite, Turn, rewrite_offline
+from hyperfolio.dialogue import Asking, Rewrite, Turn, carried, owned
 from hyperfolio.embed.local import make_embedder
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.errors import HyperfolioError
@@ -27,7 +27,7 @@ from hyperfolio.ingest.pipeline import IngestPipeline
 from hyperfolio.ingest.repair import check_store
 from hyperfolio.ingest.report import AddProgress, AddReport, AddResult, collection_stats, expand_paths
 from hyperfolio.llm.registry import ModelSet
-from hyperfolio.model import Answer, Decision, DocumentInfo, EvidencePackage, Scope
+from hyperfolio.model import Answer, ConversationRecord, Decision, DocumentInfo, EvidencePackage, Scope
 from hyperfolio.parse.unlock import Password
 from hyperfolio.retrieve import STRATEGIES, Query, Strategy, make_strategy
 from hyperfolio.retrieve.encoding import TextCache
@@ -49,7 +49,7 @@ from hyperfolio.store.base import STAGE_READY
 from hyperfolio.store.claims import Claims
 from hyperfolio.store.integrity import IntegrityReport
 from hyperfolio.store.lookup import find_document
-from hyperfolio.viz.views import Picture
+from hyperfolio.viz.views import Picture, page_picture, page_regions
 
 if TYPE_CHECKING:  # loaded when first used: a question needs none of them
     from hyperfolio.hypergraph.estimate import WorkEstimate
@@ -283,37 +283,56 @@ class Collection:
         if self.settings.build.hypergraph:
             prebuild(self.parts.retrieval_context(self._texts))
 
-    def ask(self, question: str, history: Sequence[Turn] | None = None, **scope: Unpack[Scope]) -> Answer:
+    def ask(
+        self,
+        question: str,
+        history: Sequence[Turn] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        **scope: Unpack[Scope],
+    ) -> Answer:
         """Answer a question with citations to document, page and region.
 
         With `history` (the conversation's earlier turns, oldest first) a follow-up ("and in 2022?",
         "why?") is first rewritten into a question that stands alone (`followup`); the answer's
         `question` is then that one, and `meta["followup"]` says what was asked and how it was read.
-        A lexical mode (bm25) stays lexical end to end: without a language model the passages are
-        scored by their words, so no embedding model loads (an answer from the CLI in about a second).
+        A language model's answer is passed to `on_text` as it is written (`answer`). A lexical mode
+        (bm25) stays lexical end to end: without a language model the passages are scored by their
+        words, so no embedding model loads (an answer from the CLI in about a second).
         """
-        rewrite, carried = self.followup(question, history or [], scope)
-        answer = self.answer(rewrite.standalone, self.retrieve(rewrite.standalone, **carried), scope.get("mode"))
-        followup = rewrite.meta(scope.get("doc"), carried.get("doc"))
+        return self.finish(self.prepare(question, history or [], **scope), on_text)
+
+    def prepare(self, question: str, history: Sequence[Turn] = (), **scope: Unpack[Scope]) -> Asking:
+        """`ask` up to its evidence: a follow-up read against `history`, then retrieval (`finish` answers)."""
+        rewrite, carried = self.followup(question, history, scope)
+        return Asking(question, rewrite, scope, carried, self.retrieve(rewrite.standalone, **carried))
+
+    def finish(self, asking: Asking, on_text: Callable[[str], None] | None = None) -> Answer:
+        """The answer to a prepared question, saying how a follow-up was read (`meta["followup"]`)."""
+        answer = self.answer(asking.rewrite.standalone, asking.evidence, asking.scope.get("mode"), on_text)
+        followup = asking.followup_meta()
         if followup is not None:
             answer.meta["followup"] = followup
         return answer
 
     def followup(self, question: str, history: Sequence[Turn], scope: Scope) -> tuple[Rewrite, Scope]:
-        """A follow-up as the question it stands for, and the scope it is asked in: the earlier turn's
-        documents when it names none ("show me the table" means the table just cited)."""
-        rewrite = rewrite_offline(question, history)
-        carried = Scope(**scope)
-        if history and not scope.get("doc"):
-            before = history[-1]
-            docs = before.scope or (before.doc_ids if rewrite.how in CITED_SCOPE else [])
-            if docs:
-                carried["doc"] = list(docs)
-        return rewrite, carried
+        """A follow-up as the question it stands for, and the scope it is asked in (`dialogue.carried`)."""
+        rewrite = self.parts.get("rewriter").rewrite(question, history)
+        return rewrite, carried(rewrite, history, scope)
 
-    def conversation(self) -> Conversation:
-        """A new conversation with this collection: its `ask` keeps the turns."""
-        return Conversation(self)
+    def conversation(self, conversation_id: str | None = None, owner: str = "", keep: bool = False) -> Conversation:
+        """A conversation with this collection: its `ask` keeps the turns. In memory by default; `keep`
+        starts one stored in the collection (it outlives the process; its `id` finds it again), and
+        `conversation_id` reopens a stored one of `owner`'s."""
+        if conversation_id is not None:
+            return Conversation(self, stored=owned(self.store, conversation_id, owner))
+        return Conversation(self, stored=self.store.create_conversation(owner) if keep else None)
+
+    def conversations(self, owner: str = "") -> list[ConversationRecord]:
+        """`owner`'s stored conversations, the latest first (their turns not read)."""
+        return self.store.list_conversations(owner)
+
+    def delete_conversation(self, conversation_id: str, owner: str = "") -> None:
+        self.store.delete_conversation(owned(self.store, conversation_id, owner).conversation_id)
 
     def answer(
         self,
@@ -344,11 +363,18 @@ class Collection:
 
         return document_pages(self.store, self.resolve(ref).doc_id)
 
-    def page_image(self, ref: str, page: int, boxes: Sequence[Sequence[float]] = (), dpi: int = 110) -> bytes:
-        """PNG of a page of a PDF document with `boxes` (cited regions, in points) highlighted."""
-        from hyperfolio.viz.views import page_picture
+    def page_image(
+        self, ref: str, page: int, boxes: Sequence[Sequence[float]] = (), dpi: int = 110, quotes: Sequence[str] = ()
+    ) -> bytes:
+        """PNG of a page of a PDF document with `boxes` (cited regions, in points) highlighted and, inside
+        them, the lines of `quotes` (a citation's `quotes()`: what answers in its region) marked more strongly."""
+        return page_picture(self.resolve(ref), page, boxes, dpi, quotes)
 
-        return page_picture(self.resolve(ref), page, boxes, dpi)
+    def page_regions(
+        self, ref: str, page: int, boxes: Sequence[Sequence[float]], quotes: Sequence[str]
+    ) -> dict[str, Any]:
+        """Each of `quotes` inside `boxes` on a page of a PDF: its boxes in points, a line each (`viz.page`)."""
+        return page_regions(self.resolve(ref), page, boxes, quotes)
 
     def visualize(
         self,
@@ -444,19 +470,36 @@ def is_collection(path: str | Path) -> bool:
 
 
 class Conversation:
-    """A thread of questions to one collection: each `ask` reads the turns before it and adds its own."""
+    """A thread of questions to one collection: each `ask` reads the turns before it and adds its own,
+    and, for a stored thread, writes it to the collection's store."""
 
-    def __init__(self, collection: Collection, turns: Iterable[Turn] = ()) -> None:
+    def __init__(self, collection: Collection, turns: Iterable[Turn] = (), stored: ConversationRecord | None = None):
         self.collection = collection
-        self.turns: list[Turn] = list(turns)
+        self.stored = stored
+        self.turns: list[Turn] = list(turns) or [Turn.from_dict(t) for t in (stored.turns if stored else [])]
 
-    def ask(self, question: str, **scope: Unpack[Scope]) -> Answer:
-        answer = self.collection.ask(question, history=self.turns, **scope)
-        doc = answer.meta.get("followup", {}).get("doc") or scope.get("doc")
-        asked_in = [doc] if isinstance(doc, str) else list(doc or [])
-        self.turns.append(Turn.of(answer, question, asked_in, time.time()))
+    @property
+    def id(self) -> str | None:
+        """The stored thread's id (None: kept in memory only)."""
+        return self.stored.conversation_id if self.stored else None
+
+    def ask(self, question: str, on_text: Callable[[str], None] | None = None, **scope: Unpack[Scope]) -> Answer:
+        return self.finish(self.prepare(question, **scope), on_text)
+
+    def prepare(self, question: str, **scope: Unpack[Scope]) -> Asking:
+        """The question read against the turns so far, and its evidence (`finish` answers and keeps it)."""
+        return self.collection.prepare(question, self.turns, **scope)
+
+    def finish(self, asking: Asking, on_text: Callable[[str], None] | None = None) -> Answer:
+        answer = self.collection.finish(asking, on_text)
+        turn = Turn.of(answer, asking.question, asking.doc_scope(), time.time())
+        if self.stored is not None:
+            self.collection.store.add_turn(self.stored.conversation_id, turn.to_dict())
+        self.turns.append(turn)
         return answer
 
     def new(self) -> None:
-        """Start over: later questions lean on nothing asked before."""
+        """Start over: later questions lean on nothing asked before (a stored thread starts a new one)."""
         self.turns.clear()
+        if self.stored is not None:
+            self.stored = self.collection.store.create_conversation(self.stored.owner)

@@ -17,6 +17,7 @@ from typing import Any
 
 from hyperfolio.answer.extractive import Answerer, ExtractiveAnswerer
 from hyperfolio.config import Settings
+from hyperfolio.dialogue import OfflineRewriter
 from hyperfolio.embed.local import make_embedder
 from hyperfolio.embed.protocols import Embedder
 from hyperfolio.hypergraph.extract_offline import OfflineExtractor
@@ -131,6 +132,12 @@ def _decomposer(chat: Any, _offline: Any, _parts: Parts) -> Any:
     return LLMDecomposer(chat)
 
 
+def _rewriter(chat: Any, _offline: Any, _parts: Parts) -> Any:
+    from hyperfolio.dialogue.followups_model import LLMRewriter
+
+    return LLMRewriter(chat)
+
+
 ROLES: dict[str, Role] = {
     "extractor": Role("extract", offline_extractor, _model_extractor),
     "summariser": Role("extract", lambda _parts: None, _summariser),  # offline: descriptions joined, not summarised
@@ -140,6 +147,7 @@ ROLES: dict[str, Role] = {
     "carder": Role("extract", lambda _parts: offline_carder(), _carder),  # the offline one reads the PDF's cover
     "answerer": Role("answer", _extractive, _answerer),
     "decomposer": Role("keywords", lambda _parts: OfflineDecomposer(), _decomposer),
+    "rewriter": Role("keywords", lambda _parts: OfflineRewriter(), _rewriter),  # follow-ups made to stand alone
 }
 
 

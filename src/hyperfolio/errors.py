@@ -42,3 +42,14 @@ class DocumentNotFound(HyperfolioError):
 
     def __reduce__(self) -> tuple:
         return (type(self), (self.ref,))
+
+
+class ConversationNotFound(HyperfolioError):
+    """No stored conversation by this id for this owner (another owner's is not told apart from none)."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"no conversation {conversation_id!r} in this collection")
+        self.conversation_id = conversation_id
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.conversation_id,))

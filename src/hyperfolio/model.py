@@ -159,6 +159,10 @@ class Citation:
     modality: Modality
     page_label: str = ""  # the printed page number where it differs from the PDF's ("5" on PDF page 8),
     # or the unit a format pages by: "slide 3" (PowerPoint), "sheet Revenue" (spreadsheets)
+    # What answers inside the region, set on an answer's citations (evidence items' citations leave them
+    # empty): the sentence holding the answer, or for a table the answering row's cells, its key first.
+    quote: str = ""
+    cells: list[str] = field(default_factory=list)
 
     # Labels that name their own unit; server/mcp.py and server/static/app.js read them the same way.
     UNIT_LABELS = ("slide ", "sheet ")
@@ -174,6 +178,11 @@ class Citation:
             return f"{self.title} {self.page_label}{region}"
         printed = f" (printed {self.page_label})" if self.page_label else ""
         return f"{self.title} p.{self.page}{printed}{region}"
+
+    def quotes(self) -> list[str]:
+        """The texts to mark inside the region (the page image's and page regions' `quote`): the answering
+        row's cells, else the quoted sentence; none when the answerer said none."""
+        return list(self.cells) if self.cells else [self.quote] if self.quote else []
 
 
 @dataclass
@@ -289,3 +298,15 @@ class CachedReply:
     prompt_tokens: int
     completion_tokens: int
     created_at: float
+
+
+@dataclass
+class ConversationRecord:
+    """A stored thread: its id, owner, title (its first question), times, and turns as plain data."""
+
+    conversation_id: str
+    owner: str
+    title: str
+    created_at: float
+    updated_at: float
+    turns: list[dict[str, Any]] = field(default_factory=list)

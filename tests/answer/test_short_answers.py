@@ -190,7 +190,8 @@ def test_abstains_when_the_evidence_never_names_what_the_question_asks_about():
     answer = ExtractiveAnswerer(None, min_anchor_share=0.6).answer(question, package)
     assert not answer.sufficient
     assert answer.text.startswith("Not found in the indexed documents (nothing about Apple Inc)")
-    assert answer.citations == [evidence.citation]  # the closest evidence, cited
+    assert [c.chunk_id for c in answer.citations] == [evidence.citation.chunk_id]  # the closest evidence, cited
+    assert answer.citations[0].quote == "The two plants of the company are located at Guldhar and Mumbai."
     assert answer.meta["missing"] == ["Apple Inc"]
     # the same evidence answers a question about what it does name
     asked = "Where are the two plants located?"

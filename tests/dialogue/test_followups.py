@@ -89,3 +89,25 @@ def test_chat_messages_become_turns_and_a_question():
 def test_a_turn_survives_a_round_trip_through_plain_data():
     turn = Turn("and in 2022?", "What was revenue in 2022?", "x", "y", ["d1"], [("d1", 3)], ["d1"], "period", 5.0)
     assert Turn.from_dict(turn.to_dict()) == turn
+
+
+def test_a_pronoun_that_may_point_inside_the_question_leaves_it_alone():
+    verizon = [Turn(question="What is Verizon's capex in FY2022?")]
+    alone = rewrite_offline("What did Pepsico say about its debt?", verizon)
+    assert (alone.standalone, alone.how) == ("What did Pepsico say about its debt?", "")
+    period_first = rewrite_offline("As of FY 2021, how much did it expect to pay?", verizon)  # FY is no name
+    assert period_first.how == "pronoun" and "Verizon" in period_first.standalone
+
+
+def test_a_pronoun_with_nothing_short_to_stand_for_is_asked_where_the_last_answer_was():
+    long_before = Turn(
+        question="How many executive directors have attended board meetings more than six times in total?"
+    )
+    rewrite = rewrite_offline("How many of them are independent?", [long_before])
+    assert (rewrite.standalone, rewrite.how) == ("How many of them are independent?", "where")
+    assert rewrite.meta([], ["d1"]) == {  # the scope is what was carried
+        "asked": "How many of them are independent?",
+        "standalone": "How many of them are independent?",
+        "how": "where",
+        "doc": ["d1"],
+    }

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("fastapi", reason="pip install -e '.[serve]' installs the service")
 
 from fastapi.testclient import TestClient  # noqa: E402
-from PIL import Image  # noqa: E402
+from PIL import Image, ImageStat  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from hyperfolio.cli import app as cli  # noqa: E402
@@ -152,6 +152,10 @@ def test_operations_keep_their_ids_and_tags(client):
             "page_image_api_collections__name__documents__doc__pages__page__image_get",
             ["documents"],
         ),
+        ("get", "/api/collections/{name}/documents/{doc}/pages/{page}/regions"): (
+            "page_regions_api_collections__name__documents__doc__pages__page__regions_get",
+            ["documents"],
+        ),
         ("get", "/api/collections/{name}/jobs"): ("list_jobs_api_collections__name__jobs_get", ["ingestion"]),
         ("get", "/api/jobs/{job_id}"): ("get_job_api_jobs__job_id__get", ["ingestion"]),
         ("get", "/api/jobs/{job_id}/events"): ("job_events_api_jobs__job_id__events_get", ["ingestion"]),
@@ -161,7 +165,34 @@ def test_operations_keep_their_ids_and_tags(client):
             ["questions"],
         ),
         ("post", "/api/collections/{name}/retrieve"): ("retrieve_api_collections__name__retrieve_post", ["questions"]),
+        ("post", "/api/collections/{name}/conversations"): (
+            "create_api_collections__name__conversations_post",
+            ["conversations"],
+        ),
+        ("get", "/api/collections/{name}/conversations"): (
+            "list_conversations_api_collections__name__conversations_get",
+            ["conversations"],
+        ),
+        ("get", "/api/collections/{name}/conversations/{conversation}"): (
+            "get_api_collections__name__conversations__conversation__get",
+            ["conversations"],
+        ),
+        ("delete", "/api/collections/{name}/conversations/{conversation}"): (
+            "delete_api_collections__name__conversations__conversation__delete",
+            ["conversations"],
+        ),
+        ("post", "/api/collections/{name}/conversations/{conversation}/ask"): (
+            "ask_api_collections__name__conversations__conversation__ask_post",
+            ["conversations"],
+        ),
+        ("post", "/api/collections/{name}/conversations/{conversation}/ask/stream"): (
+            "ask_stream_api_collections__name__conversations__conversation__ask_stream_post",
+            ["conversations"],
+        ),
         ("get", "/api/collections/{name}/graph"): ("graph_api_collections__name__graph_get", ["pictures"]),
+        ("get", "/api/keys"): ("list_keys_api_keys_get", ["access"]),
+        ("delete", "/api/keys/{key_id}"): ("revoke_key_api_keys__key_id__delete", ["access"]),
+        ("get", "/api/audit"): ("audit_api_audit_get", ["access"]),
         ("get", "/v1/models"): ("list_models_v1_models_get", ["openai-compatible"]),
         ("get", "/v1/models/{model}"): ("get_model_v1_models__model__get", ["openai-compatible"]),
         ("post", "/v1/chat/completions"): ("chat_completions_v1_chat_completions_post", ["openai-compatible"]),
@@ -348,6 +379,36 @@ def test_page_image_highlights_the_cited_region(client, doc_id):
     assert_problem(client.get(url, params={"box": "1,2,3"}), 400, "four numbers")
     assert_problem(client.get(url.replace(f"/{cited['page']}/", "/99/")), 400, "no page 99")
     assert_problem(client.get(url, params={"dpi": 5000}), 422, "dpi")
+
+
+def test_page_regions_and_image_mark_what_answers_inside_the_cited_block(client, doc_id):
+    answer = client.post("/api/collections/docs/ask", json={"question": SAMPLE_QUESTION, "mode": "bm25"}).json()
+    cited = answer["citations"][0]
+    assert cited["cells"][:2] == ["North Sea", "1,850"] and cited["quote"] == ""
+    box = ",".join(str(v) for v in cited["bbox"])
+    base = f"/api/collections/docs/documents/{doc_id}/pages/{cited['page']}"
+    params = [("box", box), ("quote", "North Sea"), ("quote", "1,850"), ("quote", "Not on this page at all")]
+    found = client.get(f"{base}/regions", params=params)
+    assert found.status_code == 200, found.text
+    data = found.json()
+    assert data["page"] == 2 and data["width"] > 500 and data["boxes"] == [cited["bbox"]]
+    key, value, missing = data["quotes"]
+    assert key["found"] == value["found"] == "exact" and missing == {
+        "quote": "Not on this page at all",
+        "found": None,
+        "boxes": [],
+    }
+    x0, y0, x1, y1 = cited["bbox"]
+    assert all(x0 - 1 <= b[0] and b[2] <= x1 + 1 and y0 - 1 <= b[1] and b[3] <= y1 + 1 for b in key["boxes"])
+    # The picture: the cells' lines filled more strongly than the block around them.
+    marked = Image.open(io.BytesIO(client.get(f"{base}/image", params=[*params, ("dpi", "72")]).content))
+    block = Image.open(io.BytesIO(client.get(f"{base}/image", params=[("box", box), ("dpi", "72")]).content))
+    cell = tuple(round(v) for v in key["boxes"][0])  # at 72 dpi a point is a pixel
+    assert ImageStat.Stat(marked.convert("L").crop(cell)).mean < ImageStat.Stat(block.convert("L").crop(cell)).mean
+    assert_problem(client.get(f"{base}/regions", params={"box": "1,2,3"}), 400, "four numbers")
+    assert_problem(client.get(f"{base}/regions", params={"quote": "x" * 2001}), 400, "at most 2000")
+    assert_problem(client.get(base.replace("/pages/2", "/pages/0") + "/regions"), 400, "no page 0")
+    assert_problem(client.get("/api/collections/docs/documents/nothing/pages/1/regions"), 404, "nothing")
 
 
 # ---------------------------------------------------------------------- questions

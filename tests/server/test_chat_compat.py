@@ -31,7 +31,9 @@ KEY = "chat-key-5f1c"
 DOCS = "hyperfolio/docs:bm25"  # lexical retrieval: no embedding model loads in the service
 MODEL_ANSWER = "The North Sea had the highest installed capacity, 1,850 MW [1]."
 REVENUE = "What was the revenue in 2024?"
-LINK = re.compile(r"<(http://127\.0\.0\.1:\d+/api/collections/\w+/documents/\w+/pages/(\d+)/image\?box=[\d,.-]+)>")
+LINK = re.compile(
+    r"<(http://127\.0\.0\.1:\d+/api/collections/\w+/documents/\w+/pages/(\d+)/image\?box=[\d,.-]+(?:&quote=[^>]+)?)>"
+)
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +115,7 @@ def test_chat_answers_with_numbered_citations_and_linked_sources(client, url):
     assert first.startswith(f"- [1] {SAMPLE_TITLE}, p. 2: <{url}/api/collections/docs/documents/"), first
     link = LINK.search(first)
     assert link is not None and link.group(2) == "2"
+    assert "&quote=North+Sea&quote=1,850" in link.group(1)  # the answering row's cells marked in the box
     page = httpx.get(link.group(1))
     assert page.status_code == 200 and page.headers["content-type"] == "image/png"
     assert completion.choices[0].finish_reason == "stop" and completion.object == "chat.completion"

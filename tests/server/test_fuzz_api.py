@@ -178,6 +178,8 @@ def query_choices(path: str, target: Target) -> list[dict[str, Any] | None]:
         return [None, {"doc": target.doc_id}, {"query": SAMPLE_QUESTION}]
     if path.endswith("/image"):
         return [None, {"box": "60,90,400,300"}]
+    if path.endswith("/regions"):  # Table 1 of page 2 and a row's key in it
+        return [None, {"box": "60,190,490,300", "quote": "North Sea"}]
     if path.endswith("/conflicts"):
         return [None, {"doc": target.doc_id}]
     return [None]

@@ -46,9 +46,14 @@ async def stdio_session_calls(root: Path, pdf: Path, locked: Path, errlog: Any) 
             out["add"] = await session.call_tool("add_document", {"path": str(pdf)})
             out["documents"] = await session.call_tool("list_documents", {})
             out["ask"] = await session.call_tool("ask", {"question": SAMPLE_QUESTION})
+            out["thread"] = await session.call_tool("ask", {"question": SAMPLE_QUESTION, "conversation": "new"})
+            thread = (out["thread"].structured_content or {}).get("conversation", "?")
+            out["followup"] = await session.call_tool("ask", {"question": "and in 2022?", "conversation": thread})
+            out["no_thread"] = await session.call_tool("ask", {"question": "why?", "conversation": "nope"})
             cited = (out["ask"].structured_content or {"citations": [{}]})["citations"][0]
             doc = cited.get("doc_id", "?")
             where = {"doc": doc, "page": cited.get("page", 1), "boxes": [cited["bbox"]] if cited.get("bbox") else None}
+            where["quote"] = cited.get("cells") or ([cited["quote"]] if cited.get("quote") else None)
             out["page"] = await session.call_tool("get_page", where)
             knobs = {"question": SAMPLE_QUESTION, "mode": "concept", "options": {"scoring": "keyword", "concepts": 5}}
             out["knobs"] = await session.call_tool("retrieve", knobs)
@@ -116,6 +121,17 @@ def test_ask_answers_with_a_cited_page(calls):
     assert "[1] " + SAMPLE_TITLE in text and "page 2" in text and first["doc_id"] in text
 
 
+def test_ask_continues_a_conversation(calls):
+    thread = calls["thread"].structured_content
+    assert thread["conversation"] and thread["short"] == "North Sea"
+    assert f"Conversation: {thread['conversation']}" in text_of(calls["thread"])
+    followup = calls["followup"].structured_content
+    assert followup["question"] == "Which region had the highest installed capacity in 2022?"
+    assert followup["conversation"] == thread["conversation"]
+    assert text_of(calls["followup"]).startswith("(Read as: Which region had the highest installed capacity in 2022?)")
+    assert calls["no_thread"].is_error and "no conversation 'nope'" in text_of(calls["no_thread"])
+
+
 def test_retrieve_takes_the_mode_s_knobs_as_every_face_does(calls):
     assert not calls["knobs"].is_error, text_of(calls["knobs"])
     assert calls["knobs"].structured_content["strategy"] == "concept"
@@ -129,6 +145,21 @@ def test_get_page_returns_the_picture_and_its_text(calls):
     assert len(images) == 1 and images[0].mime_type == "image/png"
     assert base64.b64decode(images[0].data).startswith(PNG)
     assert "North Sea" in text_of(page)
+
+
+def test_get_page_marks_what_answers_inside_the_cited_box(calls):
+    cited = calls["ask"].structured_content["citations"][0]
+    assert cited["cells"][:2] == ["North Sea", "1,850"]
+    assert 'quote "North Sea" | "1,850"' in text_of(calls["ask"])  # the agent reads what to pass on
+    tools = {tool.name: tool for tool in calls["tools"]}
+    assert "cells" in tools["get_page"].input_schema["properties"]["quote"]["description"]
+    regions = calls["page"].structured_content["regions"]
+    assert [r["quote"] for r in regions][:2] == ["North Sea", "1,850"]
+    x0, y0, x1, y1 = cited["bbox"]
+    for found in regions:
+        assert found["found"] == "exact" and found["boxes"]
+        assert all(x0 - 1 <= b[0] and b[2] <= x1 + 1 and y0 - 1 <= b[1] and b[3] <= y1 + 1 for b in found["boxes"])
+    assert 'Marked "North Sea": [' in text_of(calls["page"])
 
 
 def test_add_document_opens_an_encrypted_pdf_with_its_password(calls):
@@ -213,8 +244,10 @@ def test_ask_and_retrieve_share_one_signature_under_their_own_names(tmp_path):
         "draw_hypergraph",
     ]
     ask, retrieve = tools["ask"], tools["retrieve"]
-    assert ask.input_schema["properties"] == retrieve.input_schema["properties"]
-    assert list(ask.input_schema["properties"]) == ["question", "mode", "k", "doc", "collection", "options"]
+    shared = ["question", "mode", "k", "doc", "collection", "options"]
+    assert list(ask.input_schema["properties"]) == [*shared, "conversation"]  # ask alone continues a thread
+    assert list(retrieve.input_schema["properties"]) == shared
+    assert {k: ask.input_schema["properties"][k] for k in shared} == retrieve.input_schema["properties"]
     assert (ask.input_schema["title"], retrieve.input_schema["title"]) == ("askArguments", "retrieveArguments")
     assert ask.description.startswith("Answer a question") and "get_page" in ask.description
     assert retrieve.description.startswith("Rank the passages")

@@ -180,6 +180,16 @@ def test_upload_ask_and_see_the_cited_region(tab: Tab, service: str, tmp_path: P
     assert abs((box["y"] - shown["y"]) / shown["height"] - y0 / height) < 0.01
     assert abs((box["y"] + box["height"] - shown["y"]) / shown["height"] - y1 / height) < 0.01
     expect(page.locator("#viewer-passage")).to_contain_text("North Sea | 1,850")
+    # Inside the table's outline, the answering row's cells are marked: the region's name, then its capacity.
+    marks = highlight.locator(".highlight-mark")
+    expect(marks).to_have_count(2)
+    expect(highlight).to_have_class(re.compile(r"\bhas-marks\b"))
+    key, value = (marks.nth(i).bounding_box() for i in range(2))
+    assert key and value and key["x"] + key["width"] < value["x"]
+    for mark in (key, value):
+        assert box["x"] <= mark["x"] and mark["x"] + mark["width"] <= box["x"] + box["width"]
+        row = (mark["y"] + mark["height"] / 2 - box["y"]) / box["height"]
+        assert 0.2 < row < 0.4  # the first of four rows under the header
     tab.shot("03-citation.png")
 
     # Escape closes the viewer and gives focus back; Enter on the citation opens it again.
@@ -296,4 +306,48 @@ def test_an_encrypted_pdf_asks_for_its_password_and_is_indexed(
     expect(document).to_contain_text("2 pages")
     tab.shot("08-unlocked.png")
     assert not any(SECRET in url or "guess" in url for url in sent)
+    tab.check_clean()
+
+
+def test_a_three_turn_conversation_is_a_thread_that_a_reload_keeps(tab: Tab, service: str, tmp_path: Path) -> None:
+    ensure_sample(service, tmp_path)
+    page = open_app(tab, service)
+    question = page.get_by_label("Question")
+    answer, thread = page.get_by_test_id("answer"), page.get_by_test_id("thread")
+
+    question.fill(SAMPLE_QUESTION)
+    question.press("Enter")
+    expect(answer).to_contain_text("North Sea", timeout=30_000)
+    expect(thread).to_be_hidden()  # one turn: nothing above the answer yet
+
+    question.fill("and in 2022?")
+    question.press("Enter")
+    asked = page.get_by_test_id("answer-question")
+    expect(asked).to_contain_text("read as: Which region had the highest installed capacity in 2022?", timeout=30_000)
+    turns = thread.get_by_test_id("turn")
+    expect(turns).to_have_count(1)
+    expect(turns.first).to_contain_text(SAMPLE_QUESTION)
+    expect(turns.first.get_by_test_id("citation")).to_contain_text("page 2")  # the first turn keeps its citation
+
+    question.fill("why?")
+    question.press("Enter")
+    expect(asked).to_contain_text("read as: Why is it North Sea", timeout=30_000)
+    expect(turns).to_have_count(2)
+    expect(turns.nth(1)).to_contain_text("and in 2022?")
+    expect(page.locator("#citations").get_by_test_id("citation").first).to_contain_text("page 2")
+    tab.shot("06-conversation.png")
+
+    page.reload()  # the thread is the collection's: read back, not kept in the page
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    expect(turns).to_have_count(2, timeout=20_000)
+    expect(asked).to_contain_text("why?")
+    expect(answer).to_contain_text("North Sea")
+    expect(turns.nth(0).get_by_test_id("citation")).to_contain_text("page 2")
+    tab.shot("07-conversation-reloaded.png")
+
+    page.get_by_test_id("new-conversation").click()
+    expect(thread).to_be_hidden()
+    expect(asked).to_be_hidden()
+    page.locator("#conversations-block summary").click()
+    expect(page.get_by_test_id("conversation").first).to_have_text(SAMPLE_QUESTION)
     tab.check_clean()

@@ -1347,3 +1347,21 @@ def test_sqlite_readers_append_what_a_writer_added(tmp_path, monkeypatch):
     finally:
         writer.close()
         reader.close()
+
+
+def test_conversations_keep_their_turns_in_order_per_owner(backend):
+    store = backend.open()
+    mine, theirs = store.create_conversation("key-a"), store.create_conversation("key-b")
+    assert store.add_turn(mine.conversation_id, {"question": "What was revenue in 2023?", "answer": "$5"}) == 1
+    assert store.add_turn(mine.conversation_id, {"question": "and in 2022?", "standalone": "What was ..."}) == 2
+    reopened = backend.open()  # another process, or the service after a restart
+    found = reopened.get_conversation(mine.conversation_id)
+    assert found is not None and found.owner == "key-a"
+    assert found.title == "What was revenue in 2023?"  # the first question titles the thread
+    assert [t["question"] for t in found.turns] == ["What was revenue in 2023?", "and in 2022?"]
+    assert [c.conversation_id for c in reopened.list_conversations("key-a")] == [mine.conversation_id]
+    assert [c.conversation_id for c in reopened.list_conversations("key-b")] == [theirs.conversation_id]
+    assert reopened.delete_conversation(mine.conversation_id) is True
+    assert reopened.get_conversation(mine.conversation_id) is None
+    assert reopened.delete_conversation(mine.conversation_id) is False
+    assert reopened.get_conversation("no-such-thread") is None

@@ -237,3 +237,41 @@ def test_indexes_new_in_this_release_are_announced_before_they_are_made(tmp_path
     caplog.clear()
     SQLiteStore(tmp_path / "col").close()  # made once
     assert "new index" not in caplog.text
+
+
+def test_searches_while_other_questions_append_to_the_matrix(store):
+    """Two threads asking while documents are added: one thread's search must not count rows another
+    thread's refresh appended meanwhile (it once raised IndexError under a chat soak)."""
+    import threading
+
+    rng = np.random.default_rng(3)
+    write_ready(store, make_doc("d0", ["seed"]))
+    store.put_vectors(CHUNK_SPACE, [("d0:1:0", "d0")], rng.normal(size=(1, 16)).astype(np.float32))
+    failures: list[BaseException] = []
+    writing = threading.Event()
+    writing.set()
+
+    def search() -> None:
+        query = rng.normal(size=16).astype(np.float32)
+        while writing.is_set():
+            try:
+                hits = store.vector_search(CHUNK_SPACE, query, 3)
+                assert hits and len(hits) <= 3
+            except BaseException as exc:  # noqa: BLE001 - every failure is the test's
+                failures.append(exc)
+                return
+
+    searchers = [threading.Thread(target=search) for _ in range(3)]
+    for thread in searchers:
+        thread.start()
+    try:
+        for n in range(1, 100):
+            doc = f"d{n}"
+            write_ready(store, make_doc(doc, ["text"] * 3))
+            vectors = rng.normal(size=(3, 16)).astype(np.float32)
+            store.put_vectors(CHUNK_SPACE, [(f"{doc}:{p}:0", doc) for p in (1, 2, 3)], vectors)
+    finally:
+        writing.clear()
+        for thread in searchers:
+            thread.join()
+    assert not failures, repr(failures[0])

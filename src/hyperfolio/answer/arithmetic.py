@@ -184,7 +184,7 @@ def cell_operand(
             score = 1.0 + context - 0.5 * len(found & others)
             if best is None or score > best[0]:
                 text = f"{label}, {' > '.join(paths[col])}: {cell}"
-                passage = Passage(text, item, "derived", cell)
+                passage = Passage(text, item, "derived", cell, cells=(label, cell) if label else (cell,))
                 best = (score, Operand(value, cell, f"{label}, {' > '.join(paths[col])}", passage))
     return best
 

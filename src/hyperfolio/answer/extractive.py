@@ -22,6 +22,7 @@ from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
 from hyperfolio.answer.expected import core_question
 from hyperfolio.answer.inventory import inventory_answer
 from hyperfolio.answer.passages import Passage, disputed, passages, terms
+from hyperfolio.answer.quotes import answering
 from hyperfolio.answer.row_sums import row_sum
 from hyperfolio.answer.short import short_answer
 from hyperfolio.answer.support import anchor_share, missing_anchors
@@ -254,7 +255,7 @@ class ExtractiveAnswerer:
         return Answer(
             question=question,
             text=" ".join(parts),
-            citations=citations,
+            citations=answering(citations, first, chosen, short.text if short else ""),  # what answers in each
             evidence=evidence,
             sufficient=True,
             answerer=self.name,
@@ -274,7 +275,7 @@ def not_found(question: str, evidence: EvidencePackage, closest: Passage, missin
     return Answer(
         question,
         text,
-        [closest.item.citation],
+        answering([closest.item.citation], [closest], []),
         evidence,
         sufficient=False,
         answerer=answerer,

@@ -27,6 +27,7 @@ from hyperfolio.answer.citations import OFF, CitationCheck, check_citations
 from hyperfolio.answer.conflicts import ValueConflict, find_conflicts
 from hyperfolio.answer.expected import Kind, expected_kind
 from hyperfolio.answer.extractive import INSUFFICIENT, MARKER, Answerer
+from hyperfolio.answer.quotes import overlapping
 from hyperfolio.answer.short import short_of_reply
 from hyperfolio.llm.budget import call_budget, tokens_of
 from hyperfolio.llm.errors import ModelCallError
@@ -316,7 +317,7 @@ class LLMAnswerer:
         # A model cites most of what it was shown: keep what holds the answer (answer/citations.py).
         enabled = self.check_support if check is None else check
         result = check_citations(bare, question, cited, items) if enabled else CitationCheck(cited, OFF, 0)
-        citations = [item.citation for item in result.kept]
+        citations = [overlapping(item, bare) for item in result.kept]  # each with its sentence holding the answer
         markers = "".join(f"[{i}]" for i in range(1, len(citations) + 1))
         return Answer(
             question=question,

@@ -35,6 +35,7 @@ class Passage:
     kind: str  # "sentence", "row", "caption", "derived"
     value: str = ""  # what a passage read off a table answers: the cell, or the row named by a superlative
     lead: int = 0  # characters at its start that are the section heading: matched, never an answer
+    cells: tuple[str, ...] = ()  # a row's or a table answer's cells as the table writes them, the row's key first
 
 
 def terms(text: str) -> list[str]:
@@ -77,7 +78,7 @@ def passages(item: EvidenceItem, max_chars: int = 600) -> list[Passage]:
                 text = "; ".join(f"{n}: {v}" if n else v for n, v in zip(names, cells, strict=True) if v)
             else:
                 text = " | ".join(c for c in cells if c)
-            found.append(Passage(text[:max_chars], item, "row"))
+            found.append(Passage(text[:max_chars], item, "row", cells=tuple(c for c in cells if c)))
         return found
     if chunk.modality == "image":
         # OCR of a chart is mostly tick labels: quote the caption when there is one.

@@ -65,7 +65,7 @@ def _share_columns(paths: list[list[str]], body: list[list[str]]) -> list[int]:
 
 def _operand(item: EvidenceItem, row: Sequence[str], col: int, path: list[str]) -> Operand:
     label, header, cell = row_label(row), " > ".join(path), row[col]
-    passage = Passage(f"{label}, {header}: {cell}", item, "derived", cell)
+    passage = Passage(f"{label}, {header}: {cell}", item, "derived", cell, cells=(label, cell) if label else (cell,))
     return Operand(cell_number(cell) or 0.0, cell, f"{label}, {header}", passage)
 
 

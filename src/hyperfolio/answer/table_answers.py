@@ -49,7 +49,7 @@ def table_extreme(question: str, item: EvidenceItem) -> Passage | None:
     text = f"{row[label_col].strip()} has the {word} {header[col]}: {row[col].strip()}"
     if chunk.caption:
         text += f" ({chunk.caption})"
-    return Passage(text, item, "derived", row[label_col].strip())
+    return Passage(text, item, "derived", row[label_col].strip(), cells=(row[label_col].strip(), row[col].strip()))
 
 
 _THRESHOLD = re.compile(
@@ -83,13 +83,14 @@ def table_filter(question: str, item: EvidenceItem) -> Passage | None:
     if key is None:
         return None
     kinds, body = of_kind(body, key, q_terms)
-    passing = []
+    passing, cells = [], []
     for row in body:
         value = cell_number(row[col]) if col < len(row) else None
         if value is None or not row[key]:
             continue
         if value == limit and inclusive or (value > limit if above else value < limit):
             passing.append(row[key])
+            cells += [row[key], row[col]]
     if not passing:
         return None
     names = ", ".join(passing)
@@ -97,7 +98,7 @@ def table_filter(question: str, item: EvidenceItem) -> Passage | None:
     text = f"{which} with {' > '.join(paths[col])} {asked.group(0)}: {names}"
     if chunk.caption:
         text += f" ({chunk.caption})"
-    return Passage(text, item, "derived", names)
+    return Passage(text, item, "derived", names, cells=tuple(cells))
 
 
 def of_kind(body: list[list[str]], key: int, q_terms: set[str]) -> tuple[list[str], list[list[str]]]:
@@ -136,7 +137,8 @@ def table_category(question: str, item: EvidenceItem) -> Passage | None:
     if not kinds or len(names) < 2:
         return None
     text = f"{' '.join(paths[key])} ({', '.join(kinds)}): {', '.join(names)}"
-    return Passage(text + (f" ({chunk.caption})" if chunk.caption else ""), item, "derived", ", ".join(names))
+    text += f" ({chunk.caption})" if chunk.caption else ""
+    return Passage(text, item, "derived", ", ".join(names), cells=tuple(names))
 
 
 def asks_rows(question: str) -> bool:
@@ -224,4 +226,4 @@ def table_cell(question: str, item: EvidenceItem) -> Passage | None:
     text = f"{row[key]}, {' > '.join(paths[col])}: {row[col]}"
     if chunk.caption:
         text += f" ({chunk.caption})"
-    return Passage(text, item, "derived", row[col])
+    return Passage(text, item, "derived", row[col], cells=(row[key], row[col]))

@@ -1,8 +1,8 @@
 """Command-line face of hyperfolio (Typer + Rich). Talks only to `Collection`.
 
 This module holds the Typer app, its global options and the table of commands; each command group lives in
-its own module (`ingest`, `questions`, `pictures`, `admin`, `check`, `serving`, `evaluation`), what they print in
-`printers`, the options they share in `options`, the live progress in `progress`."""
+its own module (`ingest`, `questions`, `pictures`, `admin`, `check`, `serving`, `keys`, `evaluation`), what
+they print in `printers`, the options they share in `options`, the live progress in `progress`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from hyperfolio.cli import admin, chat, check, evaluation, ingest, pictures, questions, serving
+from hyperfolio.cli import admin, chat, check, evaluation, ingest, keys, pictures, questions, serving
 from hyperfolio.cli.printers import console, errors, fail
 from hyperfolio.config import unknown_variables
 from hyperfolio.errors import HyperfolioError
@@ -104,6 +104,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None], str | None], ...] = (
 def _register() -> None:
     for name, command, help_text in COMMANDS:
         app.command(name=name, help=help_text)(command)
+    app.add_typer(keys.app, name="keys")  # a group: create, list, revoke, audit
 
 
 _register()

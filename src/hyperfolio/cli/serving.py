@@ -45,6 +45,10 @@ def serve(
         int, typer.Option("--workers", "-w", help="Parse and embed processes per upload (0: on the ingest thread).")
     ] = 0,
     mcp: Annotated[bool, typer.Option("--mcp/--no-mcp", help="Also serve the MCP endpoint at /mcp.")] = True,
+    rate_limit: Annotated[
+        int,
+        typer.Option("--rate-limit", help="Requests per minute of a key (hyperfolio keys) without its own --rate."),
+    ] = 120,
 ) -> None:
     """Serve the HTTP API, the web app (/) and MCP (/mcp) over the collections under --root."""
     try:
@@ -63,16 +67,18 @@ def serve(
         max_pages=max_pages,
         workers=workers,
         mcp=mcp,
+        rate_limit=rate_limit,
     )
     try:
         service = create_app(config)
     except HyperfolioError as exc:
         fail(str(exc))
     shown = f"[{host}]" if ":" in host else host
+    keyed = api_key or not service.state.service.gate.is_open()
     console.print(
         f"hyperfolio serving {config.root} on http://{shown}:{port}/ — API schema /openapi.json"
         + (", MCP /mcp/" if mcp else "")
-        + ("" if api_key else " (no key: loopback only)")
+        + ("" if keyed else " (no key: loopback only)")
     )
     logging.getLogger("uvicorn.access").addFilter(hide_keys)
     uvicorn.run(service, host=host, port=port, log_level=os.environ.get("HYPERFOLIO_LOG", "warning").lower())

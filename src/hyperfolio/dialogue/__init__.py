@@ -1,6 +1,26 @@
 """Conversations: the turns a thread keeps, and a follow-up rewritten into a question that stands alone."""
 
-from hyperfolio.dialogue.followups import CITED_SCOPE, Rewrite, rewrite_offline
-from hyperfolio.dialogue.turns import Turn, message_text, turns_from_messages
+from hyperfolio.dialogue.followups import (
+    CITED_SCOPE,
+    Asking,
+    OfflineRewriter,
+    Rewrite,
+    Rewriter,
+    carried,
+    rewrite_offline,
+)
+from hyperfolio.dialogue.turns import Turn, message_text, owned, turns_from_messages
 
-__all__ = ["CITED_SCOPE", "Rewrite", "Turn", "message_text", "rewrite_offline", "turns_from_messages"]
+__all__ = [
+    "CITED_SCOPE",
+    "Asking",
+    "OfflineRewriter",
+    "Rewrite",
+    "Rewriter",
+    "Turn",
+    "carried",
+    "message_text",
+    "owned",
+    "rewrite_offline",
+    "turns_from_messages",
+]

@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from hyperfolio.dialogue.turns import Turn
+from hyperfolio.model import EvidencePackage, Scope
 
 _PERIOD = re.compile(
     r"\b(?:(?:in|for|during|of|at|by|from|since)\s+)?(?:the\s+)?"
@@ -25,7 +27,7 @@ _PERIOD = re.compile(
     re.IGNORECASE,
 )
 _LEAD = re.compile(
-    r"^\s*(?:(?:what|which|who|whom|whose|where|when|how(?:\s+(?:much|many|long|often|large|big))?)"
+    r"^\s*(?:(?:what's|who's|where's|what|which|who|whom|whose|where|when|how(?:\s+(?:much|many|long|often|large|big))?)"
     r"(?:\s+(?:is|are|was|were|did|does|do|has|have|had|will|would|can|could))?"
     r"(?:\s+(?:the|a|an))?|(?:is|are|was|were|did|does|do|has|have|can)(?:\s+(?:the|a|an))?)\s+",
     re.IGNORECASE,
@@ -56,9 +58,10 @@ _QUESTION_WORDS = {
 _AUXILIARIES = {"is", "are", "was", "were", "did", "does", "do", "has", "have", "had", "will", "would", "can", "could"}
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 # Follow-ups about the answer just given, asked where it was found.
-CITED_SCOPE = frozenset({"why", "show", "pronoun"})
+CITED_SCOPE = frozenset({"why", "show", "pronoun", "where"})
 LEANING = frozenset({"why", "show"})  # follow-ups that ask nothing of their own
 _SHORT = 6  # a question of at most this many words that names no verb of its own leans on the one before
+_ANTECEDENT = 5  # words at most in what a pronoun is read as
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,8 @@ class Rewrite:
 
     asked: str
     standalone: str
-    how: str  # what was carried: "period", "subject", "name", "pronoun", "why", "show", "" (stands alone)
+    how: str  # what was carried: "period", "subject", "name", "pronoun", "why", "show", "where" (only the
+    # documents the last answer cited: a pronoun not read further), "model", "" (it stands alone)
 
     @property
     def changed(self) -> bool:
@@ -79,6 +83,27 @@ class Rewrite:
         if not self.changed and asked_in == carried:
             return None
         return {"asked": self.asked, "standalone": self.standalone, "how": self.how, "doc": carried}
+
+
+@dataclass
+class Asking:
+    """A question on its way to an answer: as asked, as it stands alone, the scope it was asked in and
+    the one it runs in (a follow-up's carried from the turn before), and its evidence. Retrieval and
+    answering are apart so a face can show the evidence before the answer is written."""
+
+    question: str
+    rewrite: Rewrite
+    asked: Scope
+    scope: Scope
+    evidence: EvidencePackage
+
+    def followup_meta(self) -> dict[str, object] | None:
+        return self.rewrite.meta(self.asked.get("doc"), self.scope.get("doc"))
+
+    def doc_scope(self) -> list[str]:
+        """The documents it ran in, as a turn records them ([]: the whole collection)."""
+        doc = self.scope.get("doc")
+        return [doc] if isinstance(doc, str) else list(doc or [])
 
 
 @dataclass(frozen=True)
@@ -108,6 +133,17 @@ class _Parts:
         return text[:1].upper() + text[1:] + "?"
 
 
+class Rewriter(Protocol):
+    """Reads a follow-up against the turns before it (offline rules, or a model: followups_model)."""
+
+    def rewrite(self, question: str, history: Sequence[Turn]) -> Rewrite: ...
+
+
+class OfflineRewriter:
+    def rewrite(self, question: str, history: Sequence[Turn]) -> Rewrite:
+        return rewrite_offline(question, history)
+
+
 def rewrite_offline(question: str, history: Sequence[Turn]) -> Rewrite:
     """The follow-up as a standalone question, read against the last turn (unchanged when it already
     stands alone, or there is no turn before it)."""
@@ -122,11 +158,27 @@ def rewrite_offline(question: str, history: Sequence[Turn]) -> Rewrite:
         return Rewrite(asked, _why(parts, before), "why")
     if _SHOW.match(asked):
         return Rewrite(asked, _show(asked, parts), "show")
-    if _PRONOUN.search(asked) and _LEAD.match(asked):
-        return Rewrite(asked, _resolve_pronouns(asked, parts, before), "pronoun")
+    if _PRONOUN.search(asked) and (_LEAD.match(asked) or asked.endswith("?")):
+        if _points_inside(asked):  # "What did Pepsico say about its debt?" stands alone
+            return Rewrite(asked, asked, "")
+        resolved = _resolve_pronouns(asked, parts, before)
+        # A pronoun read no further still leans on the turn before: asked where that answer was found.
+        return Rewrite(asked, resolved, "pronoun") if resolved else Rewrite(asked, asked, "where")
     if not _elliptical(asked):
         return Rewrite(asked, asked, "")
     return _fill_slot(asked, parts)
+
+
+def carried(rewrite: Rewrite, history: Sequence[Turn], scope: Scope) -> Scope:
+    """The scope a follow-up is asked in: its own, else the earlier turn's documents — the ones it was
+    asked of, or, for a follow-up about its answer ("why?", "show me the table"), the ones it cited."""
+    out = Scope(**scope)
+    if history and not scope.get("doc"):
+        before = history[-1]
+        docs = before.scope or (before.doc_ids if rewrite.how in CITED_SCOPE else [])
+        if docs:
+            out["doc"] = list(docs)
+    return out
 
 
 def _content(text: str) -> list[str]:
@@ -184,18 +236,35 @@ def _with_preposition(period: str, before: str) -> str:
     return f"{preposition} {period}"
 
 
-def _resolve_pronouns(asked: str, parts: _Parts, before: Turn) -> str:
+def _points_inside(asked: str) -> bool:
+    """Whether the question's first pronoun may stand for a name before it in the question itself
+    ("How much did Acme earn and how did it change?"); a period ("As of FY 2021, ...") is not a name."""
+    pronoun = _PRONOUN.search(asked)
+    before_it = asked[: pronoun.start()] if pronoun else ""
+    return any(m.start() > 0 and not _PERIOD.match(before_it, m.start()) for m in _NAME.finditer(before_it))
+
+
+def _resolve_pronouns(asked: str, parts: _Parts, before: Turn) -> str | None:
     """ "How did it change?" -> "How did revenue in 2023 change?": a pronoun stands for what the earlier
-    question asked about (the earlier answer, when that was a name: "When did he join?" is not handled)."""
-    topic = " ".join(w for w in (parts.subject, parts.period) if w) or before.short
+    question asked about — its subject when that is a short phrase, else the name it gave ("the Board"
+    of a long question about board meetings); None when nothing short stands for what came before."""
+    topic = _antecedent(parts, before)
+    if not topic:
+        return None
 
     def swap(match: re.Match[str]) -> str:
-        word = match.group(0).lower()
-        if word == "its" or word == "their":
-            return f"{topic}'s"
-        return topic
+        return f"{topic}'s" if match.group(0).lower() in ("its", "their") else topic
 
     return _PRONOUN.sub(swap, asked, count=1)
+
+
+def _antecedent(parts: _Parts, before: Turn) -> str:
+    """What a pronoun after this question stands for: its subject (with its period) when that is at most
+    `_ANTECEDENT` words, else its longest name; "" when neither."""
+    if parts.subject and len(parts.subject.split()) <= _ANTECEDENT:
+        return " ".join(w for w in (parts.subject, parts.period) if w)
+    names = sorted((n for n in parts.names if len(n.split()) <= _ANTECEDENT), key=lambda n: -len(n.split()))
+    return names[0] if names else ""
 
 
 def _why(parts: _Parts, before: Turn) -> str:

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperfolio.errors import HyperfolioError
-from hyperfolio.model import Answer
+from hyperfolio.errors import ConversationNotFound, HyperfolioError
+from hyperfolio.model import Answer, ConversationRecord
+from hyperfolio.store.base import ConversationStore
 
 
 @dataclass
@@ -106,3 +107,11 @@ def message_text(content: Any) -> str:
     if isinstance(content, list):
         return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
     return ""
+
+
+def owned(store: ConversationStore, conversation_id: str, owner: str) -> ConversationRecord:
+    """A stored conversation of `owner`'s; another owner's is as absent as one that never was."""
+    record = store.get_conversation(conversation_id)
+    if record is None or record.owner != owner:
+        raise ConversationNotFound(conversation_id)
+    return record

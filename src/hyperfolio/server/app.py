@@ -3,12 +3,12 @@
 One process keeps every collection open (models loaded once); queries run on worker threads
 through each collection's reader while one ingestion thread writes (see `library`, `jobs`).
 Everything goes through `Collection`, the public API. This module assembles the app: its state,
-start-up, API-key guard, the routers (one per tag, in `routes/`) and the MCP server.
+start-up, its gate (keys, rate limits and the access rule: `access`), the routers (one per tag, in
+`routes/`) and the MCP server.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,8 +18,10 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.applications import Starlette
 
+from hyperfolio.server.access import Gate, Refusal, token_of
 from hyperfolio.server.config import ServerConfig
 from hyperfolio.server.jobs import JobQueue, unfinished_uploads
+from hyperfolio.server.keys import KeyStore
 from hyperfolio.server.library import Library
 from hyperfolio.server.problems import PROBLEM_RESPONSES, install, problem_response
 from hyperfolio.server.routes import ROUTERS
@@ -37,12 +39,13 @@ log = logging.getLogger(__name__)
 def create_app(config: ServerConfig, library: Library | None = None) -> FastAPI:
     config.check()
     lib = library or Library(config.root)
-    state = ServiceState(lib, JobQueue(lib.writer, workers=config.workers), config)
+    gate = Gate(KeyStore(lib.root), config)
+    state = ServiceState(lib, JobQueue(lib.writer, workers=config.workers), config, gate)
     mcp_app = None
     if config.mcp:
         from hyperfolio.server.mcp import build_mcp
 
-        mcp_app = build_mcp(lib).streamable_http_app(host=config.host)
+        mcp_app = build_mcp(lib, gate).streamable_http_app(host=config.host)
 
     app = FastAPI(
         title="hyperfolio",
@@ -103,32 +106,38 @@ def _lifespan(state: ServiceState, mcp_app: Starlette | None) -> Callable[[FastA
             yield
         state.jobs.close()
         state.library.close()
+        state.gate.store.close()
 
     return lifespan
 
 
 async def require_key(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    """With an API key set, the API (but its health probe), the OpenAI-compatible `/v1` and the MCP
-    endpoint ask for it; the compatible endpoints refuse in their clients' error shape."""
-    api_key = request.app.state.service.config.api_key
-    path = request.url.path
-    guarded = (path.startswith("/api/") and path not in ("/api/health",)) or path.startswith(("/mcp", "/v1"))
-    if api_key and guarded and request.method != "OPTIONS":
-        sent = request.headers.get("authorization", "")
-        token = sent[7:] if sent.lower().startswith("bearer ") else request.query_params.get("key", "")
-        if not hmac.compare_digest(token.encode(), api_key.encode()):
-            return _refusal(request)
+    """The API (but its health probe), the OpenAI-compatible `/v1` and the MCP endpoint pass the service's
+    gate (`access.Gate.admit`): who calls (put on `request.state.principal`), how often, and whether their
+    key may do what the path asks. A refusal comes in the endpoint's clients' error shape."""
+    if request.method == "OPTIONS":  # a CORS preflight carries no key
+        return await call_next(request)
+    gate: Gate = request.app.state.service.gate
+    admitted = gate.admit(request.method, request.url.path, token_of(request))
+    if isinstance(admitted, Refusal):
+        return _refusal(request, admitted)
+    if admitted is not None:
+        request.state.principal = admitted
     return await call_next(request)
 
 
-def _refusal(request: Request) -> Response:
-    detail = "this service needs its API key: send 'Authorization: Bearer <key>'"
-    path, challenge = request.url.path, {"WWW-Authenticate": "Bearer"}
+def _refusal(request: Request, refused: Refusal) -> Response:
+    """401 (with a Bearer challenge), 403 or 429 (with Retry-After) as problem details, or as OpenAI's or
+    Ollama's error for their endpoints."""
+    headers = {"WWW-Authenticate": "Bearer"} if refused.status == 401 else {}
+    if refused.retry_after:
+        headers["Retry-After"] = str(refused.retry_after)
+    path = request.url.path
     if path.startswith("/v1"):
-        refused = openai_error(401, detail, "invalid_api_key")
+        response = openai_error(refused.status, refused.detail, refused.code)
     elif path in OLLAMA_PATHS:
-        refused = ollama_error(401, detail)
+        response = ollama_error(refused.status, refused.detail)
     else:
-        return problem_response(401, detail, request, headers=challenge)
-    refused.headers.update(challenge)
-    return refused
+        return problem_response(refused.status, refused.detail, request, headers=headers or None)
+    response.headers.update(headers)
+    return response

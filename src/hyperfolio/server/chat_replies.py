@@ -20,7 +20,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import Request, Response
 from fastapi.encoders import jsonable_encoder
@@ -30,11 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from hyperfolio.collection import Collection
-from hyperfolio.dialogue import Turn, message_text, turns_from_messages
+from hyperfolio.dialogue import Asking, Turn, message_text, turns_from_messages
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.model import Answer, Citation, EvidencePackage, Scope
+from hyperfolio.model import Answer, Citation, Scope
 from hyperfolio.render import answer_dict
 from hyperfolio.retrieve import STRATEGIES
+from hyperfolio.server.access import READ, Principal, allowed
 from hyperfolio.server.library import Library
 from hyperfolio.server.problems import status_of
 
@@ -83,6 +84,15 @@ def read_model(library: Library, model: str) -> ModelName:
     return ModelName(base, mode)
 
 
+def model_for(library: Library, caller: Principal, model: str) -> ModelName:
+    """`read_model`, for a caller whose key may read that collection; to another key it is the unknown
+    model it would be if the collection did not exist (a 404 that does not tell the two apart)."""
+    name = read_model(library, model)
+    if not allowed(caller, READ, name.collection):
+        raise UnknownModel(model)
+    return name
+
+
 def model_id(collection: str, tag: str = "") -> str:
     return f"{MODEL_PREFIX}{collection}" + (f":{tag}" if tag else "")
 
@@ -111,14 +121,16 @@ class Conversation:
 
 def conversation(
     library: Library,
+    caller: Principal,
     model: str,
     messages: Sequence[Mapping[str, Any]],
     mode: str | None = None,
     k: int | None = None,
     doc: list[str] | None = None,
 ) -> Conversation:
-    """A chat request as a question of a collection; a mode in the request wins over the model's tag."""
-    name = read_model(library, model)
+    """A chat request as a question of a collection the caller may read; a mode in the request wins over
+    the model's tag."""
+    name = model_for(library, caller, model)
     turns, question = turns_from_messages(messages)
     if len(question) > MAX_QUESTION:
         raise HyperfolioError(f"the question is {len(question)} characters long; ask in at most {MAX_QUESTION}")
@@ -162,13 +174,16 @@ class Source:
 
 
 def page_url(base_url: str, collection: str, citation: Citation) -> str:
-    """The page-image endpoint (routes/documents.page_image) for a citation, its region outlined."""
+    """The page-image endpoint (routes/documents.page_image) for a citation, its region outlined and the
+    answering sentence or cells marked inside it."""
     path = (
         f"/api/collections/{quote(collection, safe='')}/documents/{quote(citation.doc_id, safe='')}"
         f"/pages/{citation.page}/image"
     )
-    box = f"?box={','.join(f'{v:.0f}' for v in citation.bbox)}" if citation.bbox else ""
-    return f"{base_url.rstrip('/')}{path}{box}"
+    query = [("box", ",".join(f"{v:.0f}" for v in citation.bbox))] if citation.bbox else []
+    if citation.bbox:  # what answers, marked inside the region
+        query += [("quote", text) for text in citation.quotes()]
+    return f"{base_url.rstrip('/')}{path}" + (f"?{urlencode(query, safe=',')}" if query else "")
 
 
 def sources_of(col: Collection, collection: str, answer: Answer, base_url: str) -> list[Source]:
@@ -242,11 +257,9 @@ class ChatRun:
     def __init__(self, col: Collection, conv: Conversation, base_url: str) -> None:
         self.col, self.conv, self.base_url = col, conv, base_url
         self.answer: Answer | None = None
-        self.evidence: EvidencePackage | None = None
         self.sources: list[Source] = []
         self.text = ""
-        self.standalone = conv.question  # what retrieval ran, when streamed
-        self.followup: dict[str, object] | None = None  # how a streamed follow-up was read
+        self.asking: Asking | None = None  # a streamed question, prepared: its evidence first
 
     @classmethod
     async def open(cls, library: Library, conv: Conversation, request: Request) -> ChatRun:
@@ -265,14 +278,10 @@ class ChatRun:
             )
 
     def _retrieve(self) -> None:
-        """What `Collection.ask` does before it answers: a follow-up rewritten, asked where the thread
-        was (`Collection.followup`), and the evidence retrieved; `ask`'s `meta["followup"]` kept for the
-        answer."""
+        """What `Collection.ask` does before it answers (`Collection.prepare`): a follow-up rewritten,
+        asked where the thread was, and the evidence retrieved."""
         conv = self.conv
-        rewrite, carried = self.col.followup(conv.question, conv.turns, conv.scope)
-        self.evidence = self.col.retrieve(rewrite.standalone, **carried)
-        self.standalone = rewrite.standalone
-        self.followup = rewrite.meta(conv.scope.get("doc"), carried.get("doc"))
+        self.asking = self.col.prepare(conv.question, conv.turns, **conv.scope)
 
     async def whole(self) -> str:
         async for _ in self.pieces():
@@ -283,12 +292,10 @@ class ChatRun:
         """The reply's text as it grows: the answer, then its sources."""
         draft = Draft()
         if self.answer is None:
-            assert self.evidence is not None, "start() first"
-            async for written in self._written(self.evidence):
+            assert self.asking is not None, "start() first"
+            async for written in self._written(self.asking):
                 if isinstance(written, Answer):
                     self.answer = written
-                    if self.followup is not None:
-                        written.meta["followup"] = self.followup
                 elif piece := draft.feed(written):
                     self.text += piece
                     yield piece
@@ -300,7 +307,7 @@ class ChatRun:
         if rest:
             yield rest
 
-    async def _written(self, evidence: EvidencePackage) -> AsyncIterator[str | Answer]:
+    async def _written(self, asking: Asking) -> AsyncIterator[str | Answer]:
         """The answer's text so far each time the model's reply grows (on the model client's thread),
         then the answer."""
         loop = asyncio.get_running_loop()
@@ -309,8 +316,7 @@ class ChatRun:
         def on_text(text: str) -> None:
             loop.call_soon_threadsafe(written.put_nowait, text)
 
-        mode = self.conv.scope.get("mode")
-        answering = asyncio.ensure_future(asyncio.to_thread(self.col.answer, self.standalone, evidence, mode, on_text))
+        answering = asyncio.ensure_future(asyncio.to_thread(self.col.finish, asking, on_text))
         while not answering.done() or not written.empty():
             waiting = asyncio.ensure_future(written.get())
             await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)

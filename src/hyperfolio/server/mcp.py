@@ -1,13 +1,15 @@
 """The MCP server: an agent indexes documents and asks cited questions through tools.
 
 The same server runs over stdio (`run_stdio`, one client spawning it) or inside the HTTP service,
-mounted at `/mcp` (`build_mcp(library).streamable_http_app()`). Every tool goes through the
+mounted at `/mcp` (`build_mcp(library, gate).streamable_http_app()`). Every tool goes through the
 `Library` the HTTP API uses, so both see the same collections; the blocking work runs on worker
-threads so one slow question never stalls the other sessions.
+threads so one slow question never stalls the other sessions. In the service, every call passes the
+caller's key through the same access rule as the HTTP API (`mcp_access`).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import tempfile
@@ -19,10 +21,10 @@ from typing import Annotated, Any, TypeVar
 import anyio
 import anyio.to_thread
 import pydantic_core
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ContentBlock, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field
 from starlette.applications import Starlette
 
@@ -32,7 +34,9 @@ from hyperfolio.model import Citation, Scope
 from hyperfolio.parse.unlock import NEEDED
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
+from hyperfolio.server.access import Gate, visible
 from hyperfolio.server.library import CollectionNotFound, Library
+from hyperfolio.server.mcp_access import ToolGate, principal_of
 from hyperfolio.version import package_version
 
 T = TypeVar("T")
@@ -41,6 +45,7 @@ DEFAULT_COLLECTION = "default"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 EXCERPT_CHARS = 400  # evidence text shown per item in the readable result; the structured one has more
 LEGEND_LINES = 80  # entities and hyperedges named under a hypergraph picture
+QUOTE_CHARS = 160  # of a citation's quote in the readable result (the structured one has all of it)
 
 Mode = RetrievalMode
 # A tool result that always carries structured content (a JSON object) beside the text an agent reads.
@@ -59,6 +64,15 @@ DocArg = Annotated[
     Field(description="Only search these documents (doc id, title or file name; one or a list)."),
 ]
 QuestionArg = Annotated[str, Field(min_length=1, max_length=4000, description="The question.")]
+ConversationArg = Annotated[
+    str | None,
+    Field(
+        max_length=64,
+        description='Continue a conversation: the `conversation` id an earlier ask returned, or "new" to start '
+        'one; a follow-up ("and in 2022?", "why?") is then read against its earlier turns. Omit it for a '
+        "question on its own.",
+    ),
+]
 OptionsArg = Annotated[
     dict[str, str | int | float | bool] | None,
     Field(
@@ -73,7 +87,8 @@ hyperfolio answers questions about indexed documents (PDF, Word, PowerPoint, Exc
 Markdown, HTML, text) with citations to document, page and region. Start with list_collections /
 list_documents. Index files with add_document (a path on the server's machine; pass password for
 encrypted PDF and Office files). Use ask for a cited answer, retrieve for the ranked evidence,
-get_page to see a cited page (pass the citation's box to highlight it) and draw_hypergraph to
+get_page to see a cited page (pass the citation's box to highlight it, and its quote to mark what
+answers inside it) and draw_hypergraph to
 picture how entities are connected. Collections default to "default"."""
 
 
@@ -81,8 +96,18 @@ class HyperfolioMCP(MCPServer):
     """MCPServer whose HTTP app serves at its own root and accepts loopback hosts with or without a port.
 
     The SDK's app answers at `/mcp` inside itself, so mounted at `/mcp` it would live at `/mcp/mcp`;
-    its default DNS-rebinding guard also refuses `Host: localhost` without a port.
+    its default DNS-rebinding guard also refuses `Host: localhost` without a port. Every tool call passes
+    its `guard` (who may call which tool on which collection) when it has one.
     """
+
+    guard: ToolGate | None = None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self.guard is None:
+            return await super().call_tool(name, arguments, context)
+        return await self.guard.call(name, arguments, context, super().call_tool)
 
     def streamable_http_app(
         self,
@@ -119,11 +144,13 @@ READING = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 INDEXING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
 
 
-def build_mcp(library: Library) -> MCPServer:
-    """The MCP server over `library`'s collections: seven tools, text for the agent plus structured data."""
+def build_mcp(library: Library, gate: Gate | None = None) -> MCPServer:
+    """The MCP server over `library`'s collections: seven tools, text for the agent plus structured data.
+    With the service's `gate`, what each tool call may do is its caller's key's, and `add_document` is
+    audited."""
     mcp = HyperfolioMCP("hyperfolio", version=package_version(), instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(library)
-    for tool, hints in (
+    registered = (
         (tools.list_collections, READING),
         (tools.list_documents, READING),
         (tools.add_document, INDEXING),
@@ -131,8 +158,11 @@ def build_mcp(library: Library) -> MCPServer:
         (tools.retrieve, READING),
         (tools.get_page, READING),
         (tools.draw_hypergraph, READING),
-    ):
+    )
+    for tool, hints in registered:
         mcp.add_tool(tool, annotations=hints)
+    scoped = frozenset(tool.__name__ for tool, _ in registered if "collection" in inspect.signature(tool).parameters)
+    mcp.guard = ToolGate(library, gate, DEFAULT_COLLECTION, scoped)
     return mcp
 
 
@@ -189,16 +219,23 @@ def _cite(number: int, c: dict[str, Any]) -> str:
     where = label if label.startswith(Citation.UNIT_LABELS) else f"page {c['page']}"
     printed = f" (printed page {label})" if label and where != label else ""
     region = f", box {_box(c['bbox'])}" if c.get("bbox") else ""
-    return f"[{number}] {c['title']} (doc {c['doc_id']}), {where}{printed}{region}"
+    said = c.get("cells") or ([c["quote"]] if c.get("quote") else [])
+    quote = f", quote {' | '.join(json.dumps(_one_line(q)[:QUOTE_CHARS]) for q in said)}" if said else ""
+    return f"[{number}] {c['title']} (doc {c['doc_id']}), {where}{printed}{region}{quote}"
 
 
 def _answer_text(data: dict[str, Any]) -> str:
     lines = [data["answer"]]
+    followup = (data.get("meta") or {}).get("followup")
+    if followup and followup.get("standalone") != followup.get("asked"):
+        lines.insert(0, f"(Read as: {followup['standalone']})")
     if not data["sufficient"]:
         lines.append("(The evidence found does not support an answer; try retrieve, another mode or a larger k.)")
     if data["citations"]:
         lines += ["", "Citations:"]
         lines += [_cite(n, c) for n, c in enumerate(data["citations"], 1)]
+    if data.get("conversation"):
+        lines += ["", f"Conversation: {data['conversation']} (pass it as `conversation` to ask a follow-up)"]
     return "\n".join(lines)
 
 
@@ -221,6 +258,9 @@ def _page_text(title: str, page: dict[str, Any]) -> str:
         lines.append("(no text chunks on this page)")
     for chunk in page["chunks"]:
         lines.append(f"- {chunk['modality']} {_box(chunk['bbox'])}: {_one_line(chunk['text'])}")
+    for found in page.get("regions", []):  # the quotes get_page was given, where they are on the page
+        where = ", ".join(_box(b) for b in found["boxes"]) or "not found on the page (the box is what shows it)"
+        lines.append(f"Marked {json.dumps(_one_line(found['quote'])[:QUOTE_CHARS])}: {where}")
     return "\n".join(lines)
 
 
@@ -238,19 +278,50 @@ def _graph_text(summary: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- the tools
-Answering = Callable[["Tools", Collection, str, Scope], dict[str, Any]]
+@dataclass(frozen=True)
+class Thread:
+    """The conversation an `ask` continues ("new" starts one) and whose it is (the calling key's id)."""
+
+    conversation: str
+    owner: str
+
+
+Answering = Callable[["Tools", Collection, str, Scope, Thread | None], dict[str, Any]]
 ToolMethod = Callable[..., Awaitable[CallToolResult]]
 
 
-def question_tool(render: Callable[[dict[str, Any]], str]) -> Callable[[Answering], ToolMethod]:
-    """The tools that take a question and its scope (ask, retrieve) share one signature, declared here.
+def question_tool(
+    render: Callable[[dict[str, Any]], str], conversational: bool = False
+) -> Callable[[Answering], ToolMethod]:
+    """The tools that take a question and its scope (ask, retrieve) share one signature, declared here;
+    a `conversational` one also takes a conversation id.
 
-    The decorated method turns (collection, question, scope) into a JSON-ready dict; its name and
-    docstring become the tool's, and `render` writes the text the agent reads.
+    The decorated method turns (collection, question, scope, conversation) into a JSON-ready dict; its
+    name and docstring become the tool's, and `render` writes the text the agent reads.
     """
 
     def make(answering: Answering) -> ToolMethod:
-        async def tool(
+        async def run(self: Tools, question: str, scope: Scope, collection: str, thread: Thread | None) -> Structured:
+            col = self.library.reader
+            data = await self.work(lambda: answering(self, col(collection), question, scope, thread))
+            return _result(render(data), _plain(data))
+
+        # Two declarations, as the SDK reads a tool's parameters off its signature: one takes a thread.
+        async def threaded(
+            self: Tools,
+            question: QuestionArg,
+            mode: ModeArg = None,
+            k: KArg = None,
+            doc: DocArg = None,
+            collection: CollectionArg = DEFAULT_COLLECTION,
+            options: OptionsArg = None,
+            conversation: ConversationArg = None,
+            ctx: Context[Any, Any] | None = None,
+        ) -> Structured:
+            thread = Thread(conversation, principal_of(ctx).key_id) if conversation else None
+            return await run(self, question, Scope(mode=mode, k=k, doc=doc, options=options), collection, thread)
+
+        async def single(
             self: Tools,
             question: QuestionArg,
             mode: ModeArg = None,
@@ -259,10 +330,9 @@ def question_tool(render: Callable[[dict[str, Any]], str]) -> Callable[[Answerin
             collection: CollectionArg = DEFAULT_COLLECTION,
             options: OptionsArg = None,
         ) -> Structured:
-            scope = Scope(mode=mode, k=k, doc=doc, options=options)
-            data = await self.work(lambda: answering(self, self.library.reader(collection), question, scope))
-            return _result(render(data), _plain(data))
+            return await run(self, question, Scope(mode=mode, k=k, doc=doc, options=options), collection, None)
 
+        tool = threaded if conversational else single
         # Not functools.wraps: its __wrapped__ would make the SDK read the decorated method's signature.
         tool.__name__, tool.__qualname__, tool.__doc__ = answering.__name__, answering.__qualname__, answering.__doc__
         return tool
@@ -290,12 +360,14 @@ class Tools:
         except HyperfolioError as exc:
             raise ToolError(_one_line(str(exc))) from None
 
-    async def list_collections(self) -> Structured:
+    async def list_collections(self, ctx: Context[Any, Any] | None = None) -> Structured:
         """List the collections on this server and how many documents each holds."""
         library = self.library
+        caller = principal_of(ctx)
 
         def run() -> list[dict[str, Any]]:
-            return [{"name": name, "documents": len(library.reader(name).documents())} for name in library.names()]
+            names = visible(caller, library.names())
+            return [{"name": name, "documents": len(library.reader(name).documents())} for name in names]
 
         rows = await self.work(run)
         if not rows:
@@ -364,18 +436,27 @@ class Tools:
         data = {"collection": collection, "files": rows}
         return _result("\n".join(lines), data, error=failed)
 
-    @question_tool(_answer_text)
-    def ask(self, col: Collection, question: str, scope: Scope) -> dict[str, Any]:
+    @question_tool(_answer_text, conversational=True)
+    def ask(self, col: Collection, question: str, scope: Scope, thread: Thread | None) -> dict[str, Any]:
         """Answer a question from the collection's documents, with numbered citations.
 
         Each citation [n] names the document (title and doc id), the page (and the printed page
-        label where it differs) and the region on the page as a box [x0, y0, x1, y1] in points;
-        pass the doc id, page and box to get_page to see it.
+        label where it differs), the region on the page as a box [x0, y0, x1, y1] in points and what
+        answers inside it (the quoted sentence, or a table row's cells); pass the doc id, page, box and
+        quote to get_page to see it. With `conversation` ("new", or the id an
+        earlier answer returned) a follow-up is read against the turns before it, and the answer says
+        the question as it was read.
         """
-        return answer_dict(col.ask(question, **scope))
+        if thread is None:
+            return answer_dict(col.ask(question, **scope))
+        if thread.conversation == "new":
+            kept = col.conversation(owner=thread.owner, keep=True)
+        else:
+            kept = col.conversation(thread.conversation, owner=thread.owner)
+        return answer_dict(kept.ask(question, **scope)) | {"conversation": kept.id}
 
     @question_tool(_evidence_text)
-    def retrieve(self, col: Collection, question: str, scope: Scope) -> dict[str, Any]:
+    def retrieve(self, col: Collection, question: str, scope: Scope, thread: Thread | None) -> dict[str, Any]:
         """Rank the passages (text, tables, figures) that bear on a question, each with its citation.
 
         Use it to read the evidence itself rather than a composed answer.
@@ -391,11 +472,24 @@ class Tools:
             list[list[float]] | None,
             Field(max_length=50, description="Regions to highlight, each [x0, y0, x1, y1] in points."),
         ] = None,
+        quote: Annotated[
+            list[Annotated[str, Field(max_length=2000)]] | None,
+            Field(
+                max_length=50,
+                description="What answers inside the regions: the citation's quote, or each of its cells (a "
+                "table row's key and value). Its lines are found on the page and marked more strongly.",
+            ),
+        ] = None,
     ) -> Structured:
         """Show a page as a PNG image with regions highlighted, plus the text of its chunks.
 
-        Non-PDF documents have no page image; their chunks' text is still returned.
+        Given a citation's quote (or cells), the lines that answer inside its box are marked more
+        strongly than the box, and `regions` gives their boxes (none for a quote not found on the page:
+        a scanned page without a text layer, say). Non-PDF documents have no page image; their chunks'
+        text is still returned.
         """
+
+        quotes = [q for q in quote or [] if q.strip()]
 
         def run() -> tuple[dict[str, Any], bytes | None, str]:
             col = self.library.reader(collection)
@@ -404,8 +498,11 @@ class Tools:
             found = next((p for p in pages if p["number"] == page), None)
             if found is None:
                 raise HyperfolioError(f"{info.title} has {len(pages)} pages; there is no page {page}")
-            png = col.page_image(info.doc_id, page, boxes or []) if info.kind == "pdf" else None
-            return found, png, info.title
+            if info.kind != "pdf":
+                return found, None, info.title
+            if quotes:
+                found = found | {"regions": col.page_regions(info.doc_id, page, boxes or [], quotes)["quotes"]}
+            return found, col.page_image(info.doc_id, page, boxes or [], quotes=quotes), info.title
 
         found, png, title = await self.work(run)
         content: list[ContentBlock] = []

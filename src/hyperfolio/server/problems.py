@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hyperfolio.errors import DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
+from hyperfolio.errors import ConversationNotFound, DocumentNotFound, HyperfolioError, ParseError, UnsupportedFileError
 
 log = logging.getLogger(__name__)
 
@@ -18,12 +18,14 @@ PROBLEM = "application/problem+json"
 TITLES = {
     400: "Bad request",
     401: "Unauthorized",
+    403: "Forbidden",
     404: "Not found",
     405: "Method not allowed",
     409: "Conflict",
     413: "Content too large",
     415: "Unsupported media type",
     422: "Unprocessable content",
+    429: "Too many requests",
     500: "Internal server error",
     503: "Service unavailable",
 }
@@ -76,7 +78,7 @@ def status_of(exc: HyperfolioError) -> int:
     """The HTTP status a library error stands for."""
     from hyperfolio.server.library import CollectionNotFound
 
-    if isinstance(exc, (DocumentNotFound, CollectionNotFound)):
+    if isinstance(exc, (DocumentNotFound, CollectionNotFound, ConversationNotFound)):
         return 404
     if isinstance(exc, UnsupportedFileError):
         return 415

@@ -1,4 +1,5 @@
-"""What every route shares: the open collections, the ingestion queue and the service's settings.
+"""What every route shares: the open collections, the ingestion queue, the service's settings and its gate
+(keys, rate limits, the access rule, the audit log: `access`).
 
 Routes ask for it as a FastAPI dependency (`State`), so each router is a plain module, not a closure
 inside the app factory.
@@ -12,6 +13,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from hyperfolio.server.access import Gate
 from hyperfolio.server.config import ServerConfig
 from hyperfolio.server.jobs import JobQueue
 from hyperfolio.server.library import Library
@@ -22,6 +24,7 @@ class ServiceState:
     library: Library
     jobs: JobQueue
     config: ServerConfig
+    gate: Gate
     warm: threading.Event = field(default_factory=threading.Event)  # set once start-up is over
 
 

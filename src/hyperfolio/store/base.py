@@ -17,7 +17,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hyperfolio.model import CachedReply, Chunk, Decision, Document, DocumentInfo, Entity, FactRow, Hyperedge, Page
+from hyperfolio.model import (
+    CachedReply,
+    Chunk,
+    ConversationRecord,
+    Decision,
+    Document,
+    DocumentInfo,
+    Entity,
+    FactRow,
+    Hyperedge,
+    Page,
+)
 from hyperfolio.store.integrity import Finding
 
 # Ingestion stages recorded per document; a document is searchable once "ready".
@@ -323,7 +334,21 @@ class IntegrityStore(Protocol):
         ...
 
 
-class Store(DocumentStore, HypergraphStore, LayerStore, IntegrityStore, Protocol):
+class ConversationStore(Protocol):
+    """Conversations with the collection (store/sql/conversations.py): threads, each with its turns."""
+
+    def create_conversation(self, owner: str = "") -> ConversationRecord: ...
+
+    def add_turn(self, conversation_id: str, turn: dict[str, Any]) -> int: ...
+
+    def get_conversation(self, conversation_id: str) -> ConversationRecord | None: ...
+
+    def list_conversations(self, owner: str = "", limit: int = 100) -> list[ConversationRecord]: ...
+
+    def delete_conversation(self, conversation_id: str) -> bool: ...
+
+
+class Store(DocumentStore, HypergraphStore, LayerStore, IntegrityStore, ConversationStore, Protocol):
     """A whole collection's store: what `open_store` returns."""
 
 

@@ -270,9 +270,12 @@ class SQLiteStore(SqlTables):
             return []
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         vm = self._matrix(space)
-        if not vm.ids or k < 1:
+        # Rows are counted once: another thread's question may append to this matrix meanwhile (its first
+        # `held` rows stay as they are, in whichever buffer), and rows counted later would outrun `stored`.
+        held = len(vm.ids)
+        if not held or k < 1:
             return [[] for _ in queries]
-        stored = np.arange(len(vm.ids))
+        stored = np.arange(held)
         if doc_ids:
             parts = [vm.rows_by_doc[d] for d in doc_ids if d in vm.rows_by_doc]
             if not parts:
@@ -282,7 +285,7 @@ class SQLiteStore(SqlTables):
         if near_rows is not None:  # the rows near each query, scored exactly
             near = near_rows.search(queries, k)
             return [top_k(vm, rows, vm.matrix[rows] @ q, k) for q, rows in zip(queries, near, strict=True)]
-        block = vm.matrix if not doc_ids else vm.matrix[stored]
+        block = vm.buffer[:held] if not doc_ids else vm.buffer[stored]
         if len(queries) == 1:  # a matrix-vector product, as a single search always computed it
             return [top_k(vm, stored, block @ queries[0], k)]
         return [top_k(vm, stored, scores, k) for scores in (block @ queries.T).T]

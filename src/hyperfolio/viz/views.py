@@ -52,13 +52,29 @@ def document_pages(store: Store, doc_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def page_picture(info: DocumentInfo, page: int, boxes: Sequence[Sequence[float]], dpi: int) -> bytes:
-    """PNG of a page of a PDF document with `boxes` (cited regions, in points) highlighted."""
+def page_picture(
+    info: DocumentInfo, page: int, boxes: Sequence[Sequence[float]], dpi: int, quotes: Sequence[str] = ()
+) -> bytes:
+    """PNG of a page of a PDF document with `boxes` (cited regions, in points) highlighted and the lines
+    of `quotes` (what answers inside them) marked more strongly."""
     from hyperfolio.viz.page import render_page
 
+    return render_page(_pdf(info), page, boxes, dpi, quotes)
+
+
+def page_regions(
+    info: DocumentInfo, page: int, boxes: Sequence[Sequence[float]], quotes: Sequence[str]
+) -> dict[str, Any]:
+    """Where `quotes` are inside `boxes` on a page of a PDF document (`viz.page.page_regions`)."""
+    from hyperfolio.viz.page import page_regions as located
+
+    return located(_pdf(info), page, boxes, quotes)
+
+
+def _pdf(info: DocumentInfo) -> str:
     if info.kind != "pdf":
         raise HyperfolioError(f"{info.title} is a {info.kind} document; pages are drawn for PDFs only")
-    return render_page(info.source, page, boxes, dpi)
+    return info.source
 
 
 def focus_graph(

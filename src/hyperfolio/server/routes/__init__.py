@@ -4,7 +4,9 @@ Ollama-compatible chat endpoints (a collection as a chat model); the web app las
 from __future__ import annotations
 
 from hyperfolio.server.routes import (
+    access,
     collections,
+    conversations,
     documents,
     health,
     jobs,
@@ -21,7 +23,9 @@ ROUTERS = (
     documents.router,
     jobs.router,
     questions.router,
+    conversations.router,
     pictures.router,
+    access.router,
     openai_compat.router,
     ollama_compat.router,
     web.router,

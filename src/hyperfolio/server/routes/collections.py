@@ -8,6 +8,8 @@ from typing import Any
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
+from hyperfolio.server.access import WRITE, Caller, authorize, visible
+from hyperfolio.server.keys import CREATE_COLLECTION
 from hyperfolio.server.state import State
 
 router = APIRouter(tags=["collections"])
@@ -17,10 +19,10 @@ class CollectionRequest(BaseModel):
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
-@router.get("/api/collections", summary="Collections under the service's root.")
-def list_collections(state: State) -> list[dict[str, Any]]:
+@router.get("/api/collections", summary="Collections under the service's root (those the caller's key may read).")
+def list_collections(state: State, caller: Caller) -> list[dict[str, Any]]:
     lib = state.library
-    return [{"name": name, "documents": len(lib.reader(name).documents())} for name in lib.names()]
+    return [{"name": name, "documents": len(lib.reader(name).documents())} for name in visible(caller, lib.names())]
 
 
 @router.post(
@@ -29,9 +31,12 @@ def list_collections(state: State) -> list[dict[str, Any]]:
     summary="Create a collection.",
     responses={200: {"description": "The collection already existed."}},
 )
-def create_collection(state: State, body: CollectionRequest, response: Response) -> dict[str, Any]:
+def create_collection(state: State, body: CollectionRequest, response: Response, caller: Caller) -> dict[str, Any]:
+    authorize(caller, WRITE, body.name)
     _, made = state.library.create(body.name)
-    if not made:
+    if made:
+        state.gate.record(caller, CREATE_COLLECTION, body.name)
+    else:
         response.status_code = 200
     return {"name": body.name, "created": made}
 

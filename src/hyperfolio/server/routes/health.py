@@ -7,6 +7,7 @@ import tempfile
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
+from hyperfolio.server.access import Caller, visible
 from hyperfolio.server.problems import problem_response
 from hyperfolio.server.state import State
 
@@ -19,7 +20,7 @@ def health() -> dict[str, str]:
 
 
 @router.get("/api/ready", summary="Ready for questions: the collection root is writable.")
-def ready(state: State) -> Response:
+def ready(state: State, caller: Caller) -> Response:
     lib = state.library
     try:
         with tempfile.NamedTemporaryFile(dir=lib.root):
@@ -28,4 +29,5 @@ def ready(state: State) -> Response:
         return problem_response(503, f"{lib.root} is not writable: {exc.strerror or exc}")
     if not state.warm.is_set():
         return problem_response(503, "loading the models and opening the collections; ready in a few seconds")
-    return JSONResponse({"status": "ready", "collections": len(lib.names()), "ingesting": state.jobs.busy()})
+    seen = visible(caller, lib.names())
+    return JSONResponse({"status": "ready", "collections": len(seen), "ingesting": state.jobs.busy()})

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
+from hyperfolio.server.access import READ, Caller, allowed
 from hyperfolio.server.jobs import Job
 from hyperfolio.server.problems import Problem
 from hyperfolio.server.state import State
@@ -16,11 +17,12 @@ from hyperfolio.server.state import State
 router = APIRouter(tags=["ingestion"])
 
 
-def job_of(state: State, job_id: str) -> Job:
-    """The job, or 404. A dependency, so a streamed route has checked it before its first event:
-    after that a 4xx can no longer be sent."""
+def job_of(state: State, job_id: str, caller: Caller) -> Job:
+    """The job, or 404 (also when the caller's key may not read its collection: as if there were none).
+    A dependency, so a streamed route has checked it before its first event: after that a 4xx can no
+    longer be sent."""
     job = state.jobs.get(job_id)
-    if job is None:
+    if job is None or not allowed(caller, READ, job.collection):
         raise Problem(404, f"no ingestion job {job_id!r} (jobs are kept while the service runs)")
     return job
 

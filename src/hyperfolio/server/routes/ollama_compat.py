@@ -32,6 +32,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from hyperfolio.errors import HyperfolioError
+from hyperfolio.server.access import Caller, visible
 from hyperfolio.server.chat_replies import (
     DEFAULT_TAG,
     OWNER,
@@ -79,10 +80,10 @@ def version() -> dict[str, str]:
     return {"version": package_version()}
 
 
-@router.get("/api/tags", summary="The collections, as Ollama models hyperfolio/<collection>:latest.")
-def tags(state: State) -> dict[str, Any]:
+@router.get("/api/tags", summary="The collections (those the caller's key may read), as Ollama models.")
+def tags(state: State, caller: Caller) -> dict[str, Any]:
     lib = state.library
-    return {"models": [_tag_row(lib, name) for name in lib.names()]}
+    return {"models": [_tag_row(lib, name) for name in visible(caller, lib.names())]}
 
 
 @router.post(
@@ -91,10 +92,10 @@ def tags(state: State) -> dict[str, Any]:
     response_model=None,
     responses={200: {"content": {"application/json": {}, NDJSON: {}}}},
 )
-async def chat(state: State, body: OllamaChatRequest, request: Request) -> Response:
+async def chat(state: State, body: OllamaChatRequest, request: Request, caller: Caller) -> Response:
     began = time.monotonic_ns()
     messages = [m.model_dump() for m in body.messages]
-    conv = conversation(state.library, body.model, messages)
+    conv = conversation(state.library, caller, body.model, messages)
     streaming = body.stream is not False
     run = await ChatRun.open(state.library, conv, request)
     await run.start(streaming)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.retrieve import RetrievalMode
+from hyperfolio.server.access import Caller, visible
 from hyperfolio.server.chat_replies import (
     OWNER,
     ChatMessage,
@@ -39,8 +40,8 @@ from hyperfolio.server.chat_replies import (
     error_code,
     error_responses,
     error_status,
+    model_for,
     model_id,
-    read_model,
     shaped_errors,
 )
 from hyperfolio.server.library import Library
@@ -107,15 +108,15 @@ def model_row(library: Library, name: str) -> dict[str, Any]:
     return {"id": model_id(name), "object": "model", "created": created, "owned_by": OWNER}
 
 
-@router.get("/v1/models", summary="The collections, as OpenAI models hyperfolio/<collection>.")
-def list_models(state: State) -> dict[str, Any]:
+@router.get("/v1/models", summary="The collections (those the caller's key may read), as OpenAI models.")
+def list_models(state: State, caller: Caller) -> dict[str, Any]:
     lib = state.library
-    return {"object": "list", "data": [model_row(lib, name) for name in lib.names()]}
+    return {"object": "list", "data": [model_row(lib, name) for name in visible(caller, lib.names())]}
 
 
 @router.get("/v1/models/{model:path}", summary="One collection as an OpenAI model.")
-def get_model(state: State, model: str) -> dict[str, Any]:
-    name = read_model(state.library, model)
+def get_model(state: State, model: str, caller: Caller) -> dict[str, Any]:
+    name = model_for(state.library, caller, model)
     return model_row(state.library, name.collection) | {"id": model}
 
 
@@ -125,9 +126,9 @@ def get_model(state: State, model: str) -> dict[str, Any]:
     response_model=None,
     responses={200: {"content": {"application/json": {}, "text/event-stream": {}}}},
 )
-async def chat_completions(state: State, body: ChatCompletionRequest, request: Request) -> Response:
+async def chat_completions(state: State, body: ChatCompletionRequest, request: Request, caller: Caller) -> Response:
     messages = [m.model_dump() for m in body.messages]
-    conv = conversation(state.library, body.model, messages, body.mode, body.k, body.doc)
+    conv = conversation(state.library, caller, body.model, messages, body.mode, body.k, body.doc)
     run = await ChatRun.open(state.library, conv, request)
     await run.start(streaming=bool(body.stream))
     head = {"id": f"chatcmpl-{uuid4().hex}", "created": int(time.time()), "model": body.model}

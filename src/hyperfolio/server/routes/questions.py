@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterable
 from typing import Annotated, Any
 
@@ -11,10 +10,10 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, Field
 
 from hyperfolio.collection import Collection
-from hyperfolio.errors import HyperfolioError
 from hyperfolio.model import Scope
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
+from hyperfolio.server.answer_stream import answer_events
 from hyperfolio.server.state import State
 
 router = APIRouter(tags=["questions"])
@@ -37,13 +36,13 @@ class AskRequest(BaseModel):
 async def evidence_of(state: State, name: str, body: AskRequest) -> tuple[Collection, Any]:
     """The collection and the question's evidence, found before the stream starts (see `job_of`)."""
     col = state.library.reader(name)
-    return col, await col.aretrieve(body.question, **_scope(body))
+    return col, await col.aretrieve(body.question, **scope_of(body))
 
 
 @router.post("/api/collections/{name}/ask", summary="Answer a question with citations.")
 def ask(state: State, name: str, body: AskRequest) -> dict[str, Any]:
     col = state.library.reader(name)
-    answer = col.ask(body.question, **_scope(body))
+    answer = col.ask(body.question, **scope_of(body))
     return answer_dict(answer)
 
 
@@ -56,36 +55,17 @@ async def ask_stream(
     body: AskRequest, found: Annotated[tuple[Collection, Any], Depends(evidence_of)]
 ) -> AsyncIterable[ServerSentEvent]:
     col, evidence = found
-    yield ServerSentEvent(data=evidence_dict(evidence), event="evidence")
-    loop = asyncio.get_running_loop()
-    written: asyncio.Queue[str] = asyncio.Queue()
-
-    def on_text(text: str) -> None:  # called on the model client's thread
-        loop.call_soon_threadsafe(written.put_nowait, text)
-
-    answering = asyncio.ensure_future(asyncio.to_thread(col.answer, body.question, evidence, body.mode, on_text))
-    while not answering.done() or not written.empty():
-        waiting = asyncio.ensure_future(written.get())
-        await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)
-        if waiting.done():
-            yield ServerSentEvent(data={"text": waiting.result()}, event="delta")
-        else:
-            waiting.cancel()
-    try:
-        answer = answering.result()
-    except HyperfolioError as exc:  # the stream has started: the error is its last event
-        yield ServerSentEvent(data={"status": 400, "detail": str(exc)}, event="error")
-        return
-    yield ServerSentEvent(data=answer_dict(answer), event="answer")
+    async for event in answer_events(evidence, lambda on_text: col.answer(body.question, evidence, body.mode, on_text)):
+        yield event
 
 
 @router.post("/api/collections/{name}/retrieve", summary="Ranked, cited evidence.")
 def retrieve(state: State, name: str, body: AskRequest) -> dict[str, Any]:
-    evidence = state.library.reader(name).retrieve(body.question, **_scope(body))
+    evidence = state.library.reader(name).retrieve(body.question, **scope_of(body))
     return evidence_dict(evidence)
 
 
-def _scope(body: AskRequest) -> Scope:
+def scope_of(body: AskRequest) -> Scope:
     """The request's scope; its knobs as given (the collection types them against the mode it runs: a
     mistake is a 400)."""
     options = {k: str(v) for k, v in body.options.items()} if body.options else None

@@ -3,6 +3,7 @@
 
 const KEY_STORE = "hyperfolio.key"; // sessionStorage: the API key, for this tab only
 const COLLECTION_STORE = "hyperfolio.collection"; // localStorage: the last collection picked
+const CONVERSATION_STORE = "hyperfolio.conversation."; // localStorage + collection: its open thread
 const DEFAULT_COLLECTION = "default";
 const PAGE_DPI = 110; // the page image endpoint's default resolution
 const GRAPH_STAGES = [
@@ -22,6 +23,9 @@ const state = {
   askController: null,
   asking: false,
   keyRefused: false, // a request needed the key and the prompt was cancelled
+  conversation: null, // the thread's id in the collection (null: none started yet)
+  turns: [], // the thread's turns before the one shown in the answer card
+  current: null, // the turn shown in the answer card: {question, standalone, answer, citations}
 };
 
 // ---------------------------------------------------------------------- small helpers
@@ -263,7 +267,9 @@ async function selectCollection(name) {
   updateUploadsHead();
   state.docs = new Map();
   renderDocuments([]);
+  forgetThread();
   await loadDocuments();
+  await restoreThread(name);
 }
 
 function toggleNewCollection(show) {
@@ -890,26 +896,19 @@ async function ask(event) {
   setAnswerStatus("Searching the collection…");
   waitGraph();
   try {
-    let answer = null;
-    try {
-      answer = await askStream(collection, question, mode, controller.signal, (evidence) => {
-        if (controller !== state.askController) return;
-        setAnswerStatus(`Found ${plural(evidence.items.length, "passage")}; writing the answer…`);
-      });
-    } catch (err) {
-      // a clear refusal (bad question, no such collection) stands; anything else retries without streaming
-      if (err.name === "AbortError" || (err instanceof ApiError && err.status >= 400 && err.status < 500)) throw err;
-    }
-    if (!answer) {
-      answer = await api(`/api/collections/${enc(collection)}/ask`, {
-        method: "POST",
-        json: { question, mode },
-        signal: controller.signal,
-      });
-    }
+    const answer = await askInThread(collection, question, mode, controller.signal, (evidence) => {
+      if (controller !== state.askController) return;
+      setAnswerStatus(`Found ${plural(evidence.items.length, "passage")}; writing the answer…`);
+    });
     if (controller !== state.askController) return;
+    if (state.current) state.turns.push(state.current); // the card's last turn joins the thread above
+    state.current = { question, answer };
+    renderThread();
     renderAnswer(answer, mode, (performance.now() - started) / 1000);
-    showGraph(collection, question, mode); // after the answer, so the two never compete for the models
+    $("question").value = "";
+    loadConversations();
+    // after the answer, so the two never compete for the models; a follow-up's picture is of what it asked
+    showGraph(collection, answer.question || question, mode);
   } catch (err) {
     if (err.name === "AbortError" || controller !== state.askController) return;
     resetGraph();
@@ -921,14 +920,36 @@ async function ask(event) {
   }
 }
 
-/** POST .../ask/stream and read its server-sent events: `evidence` first, then `answer`. */
-async function askStream(collection, question, mode, signal, onEvidence) {
-  const response = await api(`/api/collections/${enc(collection)}/ask/stream`, {
-    method: "POST",
-    json: { question, mode },
-    signal,
-    raw: true,
-  });
+/** Ask in the collection's open thread (started on the first question), streamed: `onEvidence` hears
+ * of the evidence before the answer is written. A thread gone (deleted, or another key's) is replaced by
+ * a new one, once; a stream that breaks is asked again without streaming. */
+async function askInThread(collection, question, mode, signal, onEvidence) {
+  for (let attempt = 0; ; attempt += 1) {
+    if (!state.conversation) {
+      const made = await api(`/api/collections/${enc(collection)}/conversations`, { method: "POST", signal });
+      state.conversation = made.id;
+      storageSet("localStorage", CONVERSATION_STORE + collection, made.id);
+    }
+    const url = `/api/collections/${enc(collection)}/conversations/${enc(state.conversation)}/ask`;
+    try {
+      let answer = null;
+      try {
+        answer = await askStream(`${url}/stream`, question, mode, signal, onEvidence);
+      } catch (err) {
+        // a clear refusal (bad question, no such thread) stands; anything else is asked again, whole
+        if (err.name === "AbortError" || (err instanceof ApiError && err.status >= 400 && err.status < 500)) throw err;
+      }
+      return answer || (await api(url, { method: "POST", json: { question, mode }, signal }));
+    } catch (err) {
+      if (attempt > 0 || !(err instanceof ApiError && err.status === 404) || !/conversation/.test(err.message)) throw err;
+      state.conversation = null;
+    }
+  }
+}
+
+/** POST a question to a `.../ask/stream` URL and read its server-sent events: `evidence`, then `answer`. */
+async function askStream(url, question, mode, signal, onEvidence) {
+  const response = await api(url, { method: "POST", json: { question, mode }, signal, raw: true });
   if (!(response.headers.get("content-type") || "").includes("text/event-stream")) return null;
   for await (const event of serverEvents(response)) {
     if (event.type === "evidence") onEvidence(event.data);
@@ -963,6 +984,124 @@ async function* serverEvents(response) {
       }
     }
   }
+}
+
+/** The thread's earlier turns above the answer card, each with its question (and how it was read) and
+ * its answer's citations. */
+function renderThread() {
+  const list = $("thread");
+  list.replaceChildren(...state.turns.map((turn) => threadItem(turn)));
+  list.hidden = state.turns.length === 0;
+  const current = state.current;
+  const asked = $("answer-question");
+  asked.replaceChildren();
+  if (current) asked.append(...questionLine(current.question, current.answer));
+  asked.hidden = !current;
+  $("new-conversation").hidden = !state.conversation;
+}
+
+function questionLine(question, answer) {
+  const followup = (answer && answer.meta && answer.meta.followup) || null;
+  const read = followup && followup.standalone && followup.standalone !== question ? followup.standalone : "";
+  return [
+    el("span", { text: question }),
+    read ? el("span", { class: "readas turn-readas", "data-testid": "read-as", text: ` — read as: ${read}` }) : "",
+  ].filter(Boolean);
+}
+
+function threadItem(turn) {
+  const answer = turn.answer || {};
+  const citations = answer.citations || [];
+  return el(
+    "li",
+    { "data-testid": "turn" },
+    el("p", { class: "turn-question" }, ...questionLine(turn.question, answer)),
+    el("p", { class: "turn-answer", text: (answer.answer || "").replace(MARKER, "").trim() }),
+    el("div", { class: "turn-pages" }, ...citations.map((cite, i) => citationButton(cite, i + 1))),
+  );
+}
+
+/** A stored turn (dialogue.Turn as the API gives it) as the web app renders turns: its cited pages
+ * become citations the page viewer opens. */
+function storedTurn(turn) {
+  const citations = (turn.pages || []).map(([docId, page]) => {
+    const doc = state.docs.get(docId);
+    return { doc_id: docId, page, title: doc ? doc.title : docId, section_path: [], modality: "" };
+  });
+  const followup = turn.standalone ? { standalone: turn.standalone } : null;
+  return { question: turn.question, answer: { answer: turn.answer, citations, meta: { followup } } };
+}
+
+function forgetThread() {
+  state.conversation = null;
+  state.turns = [];
+  state.current = null;
+  renderThread();
+}
+
+function newConversation() {
+  if (state.collection) storageSet("localStorage", CONVERSATION_STORE + state.collection, "");
+  forgetThread();
+  resetAnswer();
+  loadConversations();
+  $("question").focus();
+}
+
+/** The thread this tab had open in the collection, read back from the collection (a reload keeps it). */
+async function restoreThread(collection) {
+  const id = storageGet("localStorage", CONVERSATION_STORE + collection);
+  await loadConversations();
+  if (id) await openConversation(collection, id);
+}
+
+async function openConversation(collection, id) {
+  let thread;
+  try {
+    thread = await api(`/api/collections/${enc(collection)}/conversations/${enc(id)}`);
+  } catch {
+    storageSet("localStorage", CONVERSATION_STORE + collection, ""); // gone: start afresh
+    return;
+  }
+  if (collection !== state.collection) return;
+  resetAnswer();
+  state.conversation = thread.id;
+  storageSet("localStorage", CONVERSATION_STORE + collection, thread.id);
+  const turns = (thread.turns || []).map(storedTurn);
+  state.current = turns.pop() || null;
+  state.turns = turns;
+  renderThread();
+  if (state.current) {
+    $("answer-empty").hidden = true;
+    renderAnswer(state.current.answer, "", 0);
+    setAnswerStatus("The conversation as the collection kept it: ask a follow-up.");
+  }
+}
+
+async function loadConversations() {
+  const collection = state.collection;
+  if (!collection) return;
+  let threads = [];
+  try {
+    threads = await api(`/api/collections/${enc(collection)}/conversations`);
+  } catch {
+    threads = [];
+  }
+  if (collection !== state.collection) return;
+  $("conversations").replaceChildren(
+    ...threads.map((t) =>
+      el(
+        "li",
+        {},
+        el("button", {
+          type: "button",
+          "data-testid": "conversation",
+          text: t.title || "(no question yet)",
+          onclick: () => openConversation(collection, t.id),
+        }),
+      ),
+    ),
+  );
+  $("conversations-block").hidden = threads.length === 0;
 }
 
 const MARKER = /\[(\d+(?:\s*,\s*\d+)*)\]/g;
@@ -1278,6 +1417,54 @@ function placeHighlight(info) {
   box.title = cite.label || "cited region";
   box.hidden = false;
   box.scrollIntoView({ block: viewer.fitPage ? "nearest" : "center", inline: "nearest" });
+  placeAnswerMarks(box, cite);
+}
+
+/** What answers inside the citation's block: a table row's cells, else the quoted sentence. */
+function answerQuotes(cite) {
+  if (Array.isArray(cite.cells) && cite.cells.length) return cite.cells.filter((c) => typeof c === "string" && c);
+  return typeof cite.quote === "string" && cite.quote.trim() ? [cite.quote] : [];
+}
+
+const answerRegions = new Map(); // regions URL -> Promise of its boxes, so toggling the fit asks once
+
+/** Mark the lines that answer inside the highlighted block, from the page's regions endpoint (boxes in
+ * points); the block stays outlined, lighter. Nothing is marked when they are not found on the page. */
+async function placeAnswerMarks(box, cite) {
+  let layer = box.querySelector(".highlight-marks");
+  if (!layer) {
+    layer = el("div", { class: "highlight-marks" });
+    box.append(layer);
+  }
+  layer.replaceChildren();
+  box.classList.remove("has-marks");
+  const quotes = answerQuotes(cite);
+  if (!quotes.length || !viewer.doc) return;
+  const token = viewer.token;
+  const params = new URLSearchParams({ box: cite.bbox.join(",") });
+  for (const quote of quotes.slice(0, 50)) params.append("quote", quote.slice(0, 2000));
+  const url = `/api/collections/${enc(state.collection)}/documents/${enc(viewer.doc.doc_id)}/pages/${cite.page}/regions?${params}`;
+  if (!answerRegions.has(url)) {
+    answerRegions.set(url, api(url).then((found) => found.quotes.flatMap((q) => q.boxes), () => []));
+  }
+  const boxes = await answerRegions.get(url);
+  if (token !== viewer.token || viewer.cite !== cite || !boxes.length) return;
+  const [x0, y0, x1, y1] = cite.bbox;
+  const left = Math.min(x0, x1);
+  const top = Math.min(y0, y1);
+  const width = Math.max(1, Math.abs(x1 - x0));
+  const height = Math.max(1, Math.abs(y1 - y0));
+  const pct = (v) => `${Math.min(100, Math.max(0, v * 100))}%`;
+  layer.replaceChildren(...boxes.map(([a0, b0, a1, b1]) => {
+    const mark = el("div", { class: "highlight-mark" });
+    mark.style.left = pct((a0 - left) / width);
+    mark.style.top = pct((b0 - top) / height);
+    mark.style.width = pct((a1 - a0) / width);
+    mark.style.height = pct((b1 - b0) / height);
+    return mark;
+  }));
+  box.classList.add("has-marks");
+  box.title = `${cite.label || "cited region"} · the answering ${quotes.length > 1 ? "cells" : "lines"} marked`;
 }
 
 function showPageText(info) {
@@ -1397,6 +1584,7 @@ function wire() {
   $("banner-close").addEventListener("click", hideError);
   $("clear-uploads").addEventListener("click", clearFinishedUploads);
   $("ask-form").addEventListener("submit", ask);
+  $("new-conversation").addEventListener("click", newConversation);
   $("graph-frame").addEventListener("load", () => {
     if ($("graph-frame").getAttribute("src")) $("graph-loading").hidden = true;
   });

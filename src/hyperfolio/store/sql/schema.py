@@ -190,6 +190,22 @@ CREATE TABLE IF NOT EXISTS conflict_log (
 );
 CREATE INDEX IF NOT EXISTS conflict_log_doc ON conflict_log(doc_id);
 CREATE TABLE IF NOT EXISTS reconcile_stats (doc_id TEXT PRIMARY KEY, counts $json NOT NULL);
+
+-- Conversations with the collection (sql/conversations.py): a thread, and its turns in order.
+CREATE TABLE IF NOT EXISTS conversations (
+    conversation_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL DEFAULT '',
+    title TEXT NOT NULL DEFAULT '',
+    created_at $real NOT NULL,
+    updated_at $real NOT NULL
+);
+CREATE INDEX IF NOT EXISTS conversations_owner ON conversations(owner, updated_at);
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    conversation_id TEXT NOT NULL REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+    n INTEGER NOT NULL,
+    turn $json NOT NULL,
+    PRIMARY KEY (conversation_id, n)
+);
 """
 )
 
