@@ -58,7 +58,7 @@ _QUESTION_WORDS = {
 _AUXILIARIES = {"is", "are", "was", "were", "did", "does", "do", "has", "have", "had", "will", "would", "can", "could"}
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 # Follow-ups about the answer just given, asked where it was found.
-CITED_SCOPE = frozenset({"why", "show", "pronoun", "where"})
+CITED_SCOPE = frozenset({"why", "show", "pronoun", "where", "model-cited"})
 LEANING = frozenset({"why", "show"})  # follow-ups that ask nothing of their own
 _SHORT = 6  # a question of at most this many words that names no verb of its own leans on the one before
 _ANTECEDENT = 5  # words at most in what a pronoun is read as
@@ -71,7 +71,8 @@ class Rewrite:
     asked: str
     standalone: str
     how: str  # what was carried: "period", "subject", "name", "pronoun", "why", "show", "where" (only the
-    # documents the last answer cited: a pronoun not read further), "model", "" (it stands alone)
+    # documents the last answer cited: a pronoun not read further), "model" ("model-cited": asked where the
+    # last answer was, as the rules would have), "" (it stands alone)
 
     @property
     def changed(self) -> bool:

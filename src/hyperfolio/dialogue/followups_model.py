@@ -10,9 +10,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from hyperfolio.dialogue.followups import Rewrite, rewrite_offline
+from hyperfolio.dialogue.followups import CITED_SCOPE, Rewrite, rewrite_offline
 from hyperfolio.dialogue.turns import Turn
 from hyperfolio.llm.errors import ModelCallError
+from hyperfolio.llm.fence import Fence, with_evidence_rule
 from hyperfolio.llm.protocols import StructuredChatModel
 from hyperfolio.phrases import content_words, one_line
 
@@ -24,11 +25,11 @@ TURNS_SHOWN = 3  # earlier turns put in the prompt
 ANSWER_CHARS = 300  # of each earlier answer
 MAX_CHARS = 600  # a longer "question" is not one
 
-SYSTEM_PROMPT = """\
-You turn the last message of a conversation about documents into one question that can be understood \
-without the conversation: put in the names, periods, figures and subjects that its pronouns and \
+SYSTEM_PROMPT = with_evidence_rule("""\
+You turn the last message of a conversation about documents (the question) into one question that can be \
+understood without the conversation: put in the names, periods, figures and subjects that its pronouns and \
 omissions refer to. Keep everything the last message asks; do not answer it, and do not ask the earlier \
-questions again. If it already stands alone, return it unchanged."""
+questions again. If it already stands alone, return it unchanged.""")
 
 
 class RewriteReply(BaseModel):
@@ -36,14 +37,17 @@ class RewriteReply(BaseModel):
 
 
 def conversation_prompt(question: str, history: Sequence[Turn]) -> str:
+    """The earlier turns as one evidence block (answers are read off documents: data, never
+    instructions; and a rewrite may copy them) and the last message as the question."""
     lines = []
     for turn in history[-TURNS_SHOWN:]:
         lines.append(f"Q: {turn.asked}")
         answer = turn.short or turn.answer
         if answer:
             lines.append(f"A: {one_line(answer)[:ANSWER_CHARS]}")
-    lines.append(f"Last message: {question}")
-    return "\n".join(lines)
+    earlier = "\n".join(lines)
+    fence = Fence.over([earlier])
+    return f"The conversation so far:\n{fence.quote(earlier, 'conversation')}\n\nQuestion: {question}"
 
 
 def _terms(text: str) -> set[str]:
@@ -81,4 +85,6 @@ class LLMRewriter:
         if not standalone or len(standalone) > MAX_CHARS or not keeps_what_is_new(question, standalone, history):
             log.warning("the model's rewrite of %r dropped what it asked; rewritten offline", question)
             return offline
-        return Rewrite(" ".join(question.split()), standalone, "model" if standalone != question else "")
+        # asked where the last answer was found when the rules read the follow-up as leaning on it
+        how = "model-cited" if offline.how in CITED_SCOPE else "model" if standalone != question else ""
+        return Rewrite(" ".join(question.split()), standalone, how)
