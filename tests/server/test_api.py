@@ -198,6 +198,7 @@ def test_operations_keep_their_ids_and_tags(client):
         ("post", "/v1/chat/completions"): ("chat_completions_v1_chat_completions_post", ["openai-compatible"]),
         ("get", "/api/version"): ("version_api_version_get", ["ollama-compatible"]),
         ("get", "/api/tags"): ("tags_api_tags_get", ["ollama-compatible"]),
+        ("post", "/api/show"): ("show_api_show_post", ["ollama-compatible"]),
         ("post", "/api/chat"): ("chat_api_chat_post", ["ollama-compatible"]),
     }
     assert operations == expected

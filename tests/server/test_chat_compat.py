@@ -156,6 +156,9 @@ def test_a_follow_up_is_asked_as_a_standalone_question(client):
     streamed_extra = chunks[-1].model_extra["hyperfolio"]
     assert streamed_extra["standalone"] == extra["standalone"] and streamed_extra["followup"] == extra["followup"]
     assert streamed_extra["answer"] == extra["answer"]
+    why = ask(client, REVENUE, first, "why?", model="hyperfolio/docs:bm25").model_extra["hyperfolio"]
+    cited = completion.model_extra["hyperfolio"]["citations"][0]["doc_id"]
+    assert why["followup"]["how"] == "why" and why["followup"]["doc"] == [cited]  # read off the Sources links
 
 
 def test_a_model_answer_streams_as_it_is_written(client, model_server):
@@ -192,6 +195,10 @@ def test_ollama_tags_and_version(ollama_client, url):
     assert models[0].size > 0 and models[0].details.family == "hyperfolio" and len(models[0].digest) == 64
     assert models[0].details.parameter_size == "1 document"
     assert httpx.get(f"{url}/api/version").json() == {"version": package_version()}
+    shown = ollama_client.show("hyperfolio/docs:latest")
+    assert shown.details.family == "hyperfolio" and shown.modelinfo["hyperfolio.collection"] == "docs"
+    missing = httpx.post(f"{url}/api/show", json={"model": "hyperfolio/nope"})
+    assert missing.status_code == 404 and "error" in missing.json()
 
 
 def test_ollama_chat_whole_and_streamed(ollama_client, url):

@@ -20,7 +20,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from fastapi import Request, Response
 from fastapi.encoders import jsonable_encoder
@@ -132,11 +132,22 @@ def conversation(
     the model's tag."""
     name = model_for(library, caller, model)
     turns, question = turns_from_messages(messages)
+    for turn in turns:  # what an earlier reply cited, read back off its Sources links (clients keep only text)
+        turn.pages = cited_pages(turn.answer)
+        turn.doc_ids = list(dict.fromkeys(doc for doc, _ in turn.pages))
     if len(question) > MAX_QUESTION:
         raise HyperfolioError(f"the question is {len(question)} characters long; ask in at most {MAX_QUESTION}")
     scope = Scope(mode=mode or name.mode, k=k, doc=doc)
     prompt = sum(words(message_text(m.get("content"))) for m in messages)
     return Conversation(name.collection, scope, turns, question, prompt)
+
+
+_CITED_PAGE = re.compile(r"/documents/([^/?#>\s]+)/pages/(\d+)/image")
+
+
+def cited_pages(reply: str) -> list[tuple[str, int]]:
+    """(doc_id, page) of each page an earlier reply linked in its Sources list (`page_url`), in order."""
+    return list(dict.fromkeys((unquote(doc), int(page)) for doc, page in _CITED_PAGE.findall(reply)))
 
 
 def collection_files(library: Library, name: str) -> list[os.stat_result]:

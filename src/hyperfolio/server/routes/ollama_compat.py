@@ -41,6 +41,7 @@ from hyperfolio.server.chat_replies import (
     collection_files,
     conversation,
     error_responses,
+    model_for,
     model_id,
     shaped_errors,
 )
@@ -58,7 +59,12 @@ ERROR_SCHEMA: dict[str, Any] = {
 }
 ERRORS = error_responses(ERROR_SCHEMA, "Ollama's")
 NDJSON = "application/x-ndjson"
-OLLAMA_PATHS = ("/api/version", "/api/tags", "/api/chat")  # refused in Ollama's error shape (app.require_key)
+OLLAMA_PATHS = (
+    "/api/version",
+    "/api/tags",
+    "/api/show",
+    "/api/chat",
+)  # refused in Ollama's error shape (app.require_key)
 
 
 def ollama_error(status: int, message: str, code: str = "") -> Response:
@@ -84,6 +90,31 @@ def version() -> dict[str, str]:
 def tags(state: State, caller: Caller) -> dict[str, Any]:
     lib = state.library
     return {"models": [_tag_row(lib, name) for name in visible(caller, lib.names())]}
+
+
+class OllamaShowRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    model: str | None = Field(None, min_length=1, max_length=200, description="hyperfolio/<collection>[:tag]")
+    name: str | None = Field(None, min_length=1, max_length=200, description="The same, as older clients send it.")
+
+
+@router.post("/api/show", summary="One collection as an Ollama model: its details (front ends ask before chatting).")
+def show(state: State, body: OllamaShowRequest, caller: Caller) -> dict[str, Any]:
+    asked = body.model or body.name
+    if not asked:
+        raise HyperfolioError('give the model to show: {"model": "hyperfolio/<collection>"}')
+    name = model_for(state.library, caller, asked)
+    row = _tag_row(state.library, name.collection)
+    return {
+        "license": "",
+        "modelfile": "",
+        "parameters": "",
+        "template": "",
+        "details": row["details"],
+        "model_info": {"general.architecture": OWNER, "hyperfolio.collection": name.collection},
+        "capabilities": ["completion"],
+        "modified_at": row["modified_at"],
+    }
 
 
 @router.post(
