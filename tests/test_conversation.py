@@ -67,3 +67,11 @@ def test_chat_at_the_terminal(col):
     assert ", page 4\nOutlook" in result.output and "grain prices" in result.output  # /page 4 of the cited document
     assert "evidence (auto)" in result.output  # /sources prints the evidence table
     assert "new conversation" in result.output and "unknown command /nope" in result.output
+
+
+def test_a_why_asked_of_the_cited_document_does_not_hold_later_questions_to_it(col):
+    conversation = col.conversation()
+    conversation.ask("What was revenue in 2023?")
+    assert conversation.ask("why?").meta["followup"]["doc"]  # asked of the cited document
+    later = conversation.ask("What do grain prices mean for growth?")  # stands alone: the whole collection
+    assert "followup" not in later.meta and conversation.turns[-1].scope == []

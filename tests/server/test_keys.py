@@ -402,3 +402,27 @@ def test_a_conversation_belongs_to_the_key_that_made_it(api, store):
     refused(api.post(f"{threads}/{thread}/ask", json=ASK, headers=theirs), 404, "no conversation")
     refused(api.delete(f"{threads}/{thread}", headers=theirs), 404, "no conversation")
     assert len(api.get(f"{threads}/{thread}", headers=mine).json()["turns"]) == 1  # still there, still one turn
+
+
+def test_a_write_key_for_one_collection_may_not_add_a_server_path_over_mcp(url, store, tmp_path):
+    """`add_document` reads any path the service's user can: a key scoped to one collection would read
+    another's kept sources, or anything else on the machine, through it."""
+    note = tmp_path / "elsewhere.md"
+    note.write_text("# Elsewhere\n\nA file outside every collection.\n")
+    (adding,) = anyio.run(
+        mcp_calls,
+        url,
+        new_key(store, "write", ["alpha"]),
+        [("add_document", {"path": str(note), "collection": "alpha"})],
+    )
+    assert adding.is_error and "'admin'" in text_of(adding)
+
+
+def test_the_gate_reads_the_route_path_under_a_prefix(root, store):
+    """Served under --root-path (or mounted), paths carry a prefix: the rule must still guard them."""
+    store.create("prefix-test", "read", ["alpha"])
+    app = create_app(ServerConfig(root=root, warm=False, mcp=False))
+    with TestClient(app, root_path="/hf") as client:
+        assert client.get("/hf/api/keys").status_code == 401
+        assert client.get("/hf/api/audit").status_code == 401
+        assert client.get("/hf/api/health").status_code == 200

@@ -62,11 +62,11 @@ class _Session:
             return
         cited = self.last.citations[0]
         number = int(argument)
-        texts = self.col.store.page_chunk_texts([(cited.doc_id, number)]).get((cited.doc_id, number), [])
-        if not texts:
+        page = next((p for p in self.col.pages(cited.doc_id) if p["number"] == number), None)
+        if page is None or not page["chunks"]:
             console.print(f"{cited.title} has no page {number}", highlight=False)
             return
-        text = "\n".join(text for _, text in texts)
+        text = "\n".join(chunk["text"] for chunk in page["chunks"])
         console.print(f"[bold]{cited.title}, page {number}[/bold]", highlight=False, soft_wrap=True)
         console.print(text[:PAGE_TEXT_LIMIT], soft_wrap=True, highlight=False, markup=False)
 

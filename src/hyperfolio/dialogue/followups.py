@@ -102,8 +102,10 @@ class Asking:
         return self.rewrite.meta(self.asked.get("doc"), self.scope.get("doc"))
 
     def doc_scope(self) -> list[str]:
-        """The documents it ran in, as a turn records them ([]: the whole collection)."""
-        doc = self.scope.get("doc")
+        """The documents it was asked of, as a turn records them for the next ([]: the whole collection).
+        Not the ones it was carried to: a "why?" asked of the documents just cited must not hold every
+        later question of the thread to them."""
+        doc = self.asked.get("doc")
         return [doc] if isinstance(doc, str) else list(doc or [])
 
 
@@ -162,7 +164,7 @@ def rewrite_offline(question: str, history: Sequence[Turn]) -> Rewrite:
     if _PRONOUN.search(asked) and (_LEAD.match(asked) or asked.endswith("?")):
         if _points_inside(asked):  # "What did Pepsico say about its debt?" stands alone
             return Rewrite(asked, asked, "")
-        resolved = _resolve_pronouns(asked, parts, before)
+        resolved = _resolve_pronouns(asked, parts)
         # A pronoun read no further still leans on the turn before: asked where that answer was found.
         return Rewrite(asked, resolved, "pronoun") if resolved else Rewrite(asked, asked, "where")
     if not _elliptical(asked):
@@ -245,11 +247,11 @@ def _points_inside(asked: str) -> bool:
     return any(m.start() > 0 and not _PERIOD.match(before_it, m.start()) for m in _NAME.finditer(before_it))
 
 
-def _resolve_pronouns(asked: str, parts: _Parts, before: Turn) -> str | None:
+def _resolve_pronouns(asked: str, parts: _Parts) -> str | None:
     """ "How did it change?" -> "How did revenue in 2023 change?": a pronoun stands for what the earlier
     question asked about — its subject when that is a short phrase, else the name it gave ("the Board"
     of a long question about board meetings); None when nothing short stands for what came before."""
-    topic = _antecedent(parts, before)
+    topic = _antecedent(parts)
     if not topic:
         return None
 
@@ -259,7 +261,7 @@ def _resolve_pronouns(asked: str, parts: _Parts, before: Turn) -> str | None:
     return _PRONOUN.sub(swap, asked, count=1)
 
 
-def _antecedent(parts: _Parts, before: Turn) -> str:
+def _antecedent(parts: _Parts) -> str:
     """What a pronoun after this question stands for: its subject (with its period) when that is at most
     `_ANTECEDENT` words, else its longest name; "" when neither."""
     if parts.subject and len(parts.subject.split()) <= _ANTECEDENT:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -53,13 +53,19 @@ class RetrievalContext:
     texts: TextCache = field(default_factory=TextCache)  # words of indexed texts, kept by the collection
     times: StageTimes = field(default_factory=StageTimes)  # seconds per stage a strategy reports, this call
 
-    def kept(self, key: Hashable, compute: Callable[[], T]) -> T:
+    def kept(self, key: Hashable, compute: Callable[[], T], also: Hashable = None) -> T:
         """A value derived from the collection's documents (the ready ones, their cards), kept across
-        questions while the store's documents version stays the same: read once per change, not per
-        question (a library of thousands of documents)."""
-        version = self.memo.value(("documents-version",), self.store.documents_version)
-        found = self.texts.get((key, version))
-        return found if found is not None else self.texts.put((key, version), compute())
+        questions while the store's documents version (and `also`, another version it depends on) stays
+        the same: read once per change, not per question (a library of thousands of documents). One
+        value per key: a change replaces it, so a service whose documents come and go all day keeps
+        no stale ones."""
+        version = (self.memo.value(("documents-version",), self.store.documents_version), also)
+        found = self.texts.get(("kept", key))
+        if found is not None and found[0] == version:
+            return cast(T, found[1])
+        value = compute()
+        self.texts.put(("kept", key), (version, value))
+        return value
 
     def ready_documents(self) -> list[DocumentInfo]:
         """The collection's fully indexed documents."""

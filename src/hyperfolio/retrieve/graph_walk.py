@@ -112,8 +112,8 @@ def walk_graph(query: Query, ctx: RetrievalContext) -> WalkGraph | None:
         return None
     scope = tuple(sorted(searchable_scope(query, ctx)))
     version = ctx.memo.value(("graph-version",), ctx.store.graph_version)
-    key = ("walk-graph", scope if query.doc_ids else None, version)
-    return ctx.kept(key, lambda: build_walk_graph(ctx, scope))
+    key = ("walk-graph", scope if query.doc_ids else None)
+    return ctx.kept(key, lambda: build_walk_graph(ctx, scope), also=version)
 
 
 def personalised_pagerank(transition: Transition, restart: np.ndarray) -> np.ndarray:

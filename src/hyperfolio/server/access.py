@@ -18,7 +18,8 @@ middleware (`app.require_key`):
 Routes whose collection is not in their path check with the same `decide`: creating a collection (the
 body's name), a job (its collection), the chat endpoints (the model's collection: refused as the unknown
 model it is to this key, 404, so a collection's existence does not leak), the listings (only what the key
-may read, `visible`), and every MCP tool (`mcp.Tools.allow`).
+may read, `visible`), and every MCP tool (`mcp_access.ToolGate.call`; `add_document`, which reads a path on
+the service's machine, only for admin keys over every collection).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from hyperfolio.server.keys import ADMIN, READ, SCOPES, WRITE, ApiKey, KeyStore
 from hyperfolio.server.problems import Problem
 
 ALL = "*"  # an operation over every collection: managing keys, reading the audit log
-# Paths under /api/collections/{name}/ whose every method only reads the collection: questions, and the
-# caller's own conversations (a thread belongs to the key that started it).
+# Paths under /api/collections/{name}/ that need only `read`: questions, and the caller's own conversations
+# (their POST and DELETE write the caller's threads, never the documents; a thread belongs to the key that
+# started it, and the local user and the service's --api-key are one owner, "").
 READING_PATHS = frozenset({"ask", "retrieve", "conversations"})
 NO_KEY = "this service needs an API key: send 'Authorization: Bearer <key>'"
 BAD_KEY = "this API key is unknown or revoked: send a valid one as 'Authorization: Bearer <key>'"
@@ -88,6 +90,13 @@ class Refusal:
 class Operation:
     scope: str  # the least scope it needs
     collection: str | None  # the collection its path names; ALL: every one; None: none (the route checks)
+
+
+def route_path(request: Request) -> str:
+    """The path the routes match, without the prefix the app is served under (`--root-path`, a mount):
+    the rule reads this, never the URL's full path (under a prefix that would guard nothing)."""
+    path, root = request.scope.get("path", ""), request.scope.get("root_path", "")
+    return path[len(root) :] or "/" if root and path.startswith(root) else path
 
 
 def operation(method: str, path: str) -> Operation | None:

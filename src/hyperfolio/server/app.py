@@ -18,7 +18,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.applications import Starlette
 
-from hyperfolio.server.access import Gate, Refusal, token_of
+from hyperfolio.server.access import Gate, Refusal, route_path, token_of
 from hyperfolio.server.config import ServerConfig
 from hyperfolio.server.jobs import JobQueue, unfinished_uploads
 from hyperfolio.server.keys import KeyStore
@@ -58,14 +58,15 @@ def create_app(config: ServerConfig, library: Library | None = None) -> FastAPI:
     )
     app.state.service = state
     install(app)
-    if config.cors_origins:
+    app.middleware("http")(require_key)
+    if config.cors_origins:  # added last, so outermost: a refusal by the gate carries its CORS headers too
         app.add_middleware(
             CORSMiddleware,
             allow_origins=config.cors_origins,
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            expose_headers=["Retry-After"],
         )
-    app.middleware("http")(require_key)
     for router in ROUTERS:
         app.include_router(router)
     if mcp_app is not None:
@@ -118,7 +119,7 @@ async def require_key(request: Request, call_next: Callable[[Request], Awaitable
     if request.method == "OPTIONS":  # a CORS preflight carries no key
         return await call_next(request)
     gate: Gate = request.app.state.service.gate
-    admitted = gate.admit(request.method, request.url.path, token_of(request))
+    admitted = gate.admit(request.method, route_path(request), token_of(request))
     if isinstance(admitted, Refusal):
         return _refusal(request, admitted)
     if admitted is not None:
@@ -132,7 +133,7 @@ def _refusal(request: Request, refused: Refusal) -> Response:
     headers = {"WWW-Authenticate": "Bearer"} if refused.status == 401 else {}
     if refused.retry_after:
         headers["Retry-After"] = str(refused.retry_after)
-    path = request.url.path
+    path = route_path(request)
     if path.startswith("/v1"):
         response = openai_error(refused.status, refused.detail, refused.code)
     elif path in OLLAMA_PATHS:

@@ -34,7 +34,7 @@ from hyperfolio.model import Citation, Scope
 from hyperfolio.parse.unlock import NEEDED
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
-from hyperfolio.server.access import Gate, visible
+from hyperfolio.server.access import Gate, Principal, visible
 from hyperfolio.server.library import CollectionNotFound, Library
 from hyperfolio.server.mcp_access import ToolGate, principal_of
 from hyperfolio.version import package_version
@@ -149,7 +149,7 @@ def build_mcp(library: Library, gate: Gate | None = None) -> MCPServer:
     With the service's `gate`, what each tool call may do is its caller's key's, and `add_document` is
     audited."""
     mcp = HyperfolioMCP("hyperfolio", version=package_version(), instructions=INSTRUCTIONS, log_level="WARNING")
-    tools = Tools(library)
+    tools = Tools(library, over_http=gate is not None)
     registered = (
         (tools.list_collections, READING),
         (tools.list_documents, READING),
@@ -318,7 +318,7 @@ def question_tool(
             conversation: ConversationArg = None,
             ctx: Context[Any, Any] | None = None,
         ) -> Structured:
-            thread = Thread(conversation, principal_of(ctx).key_id) if conversation else None
+            thread = Thread(conversation, self.caller(ctx).key_id) if conversation else None
             return await run(self, question, Scope(mode=mode, k=k, doc=doc, options=options), collection, thread)
 
         async def single(
@@ -346,6 +346,10 @@ class Tools:
     are what an agent sees. The blocking work runs on worker threads (`work`)."""
 
     library: Library
+    over_http: bool = False  # inside the service: every call's caller is its request's key
+
+    def caller(self, ctx: Context[Any, Any] | None) -> Principal:
+        return principal_of(ctx, self.over_http)
 
     async def work(self, call: Callable[[], T]) -> T:
         """Run blocking library work on a thread; a library error becomes the tool's one-line error."""
@@ -363,7 +367,7 @@ class Tools:
     async def list_collections(self, ctx: Context[Any, Any] | None = None) -> Structured:
         """List the collections on this server and how many documents each holds."""
         library = self.library
-        caller = principal_of(ctx)
+        caller = self.caller(ctx)
 
         def run() -> list[dict[str, Any]]:
             names = visible(caller, library.names())

@@ -20,19 +20,22 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.server.access import LOCAL, NO_KEY, READ, WRITE, Gate, Principal, decide, visible
+from hyperfolio.server.access import ADMIN, ALL, LOCAL, NO_KEY, READ, WRITE, Gate, Principal, decide, visible
 from hyperfolio.server.keys import CREATE_COLLECTION, UPLOAD
 from hyperfolio.server.library import Library
 
 TOOL_SCOPES = {"add_document": WRITE}  # every other tool only reads
 CREATING_TOOLS = frozenset({"add_document"})  # makes its collection when there is none
+SERVER_PATH_TOOLS = frozenset({"add_document"})  # read a path on the service's machine: admin keys only
 
 ToolResult = CallToolResult | InputRequiredResult
 CallNext = Callable[[str, dict[str, Any], "Context[Any, Any] | None"], Awaitable[ToolResult]]
 
 
-def principal_of(context: Context[Any, Any] | None) -> Principal:
-    """The principal of the HTTP request that carried the call; the local user when there is none (stdio)."""
+def principal_of(context: Context[Any, Any] | None, over_http: bool = True) -> Principal:
+    """The principal of the HTTP request that carried the call; the local user over stdio (`over_http`
+    False: whoever started the server). A call inside the service without a request is refused, never
+    taken for the local user."""
     request = None
     if context is not None:
         try:
@@ -40,6 +43,8 @@ def principal_of(context: Context[Any, Any] | None) -> Principal:
         except ValueError:  # no request context: called in-process
             request = None
     if request is None:
+        if over_http:
+            raise ToolError(NO_KEY)
         return LOCAL
     principal = getattr(getattr(request, "state", None), "principal", None)
     if not isinstance(principal, Principal):
@@ -59,9 +64,12 @@ class ToolGate:
     async def call(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None, call_next: CallNext
     ) -> ToolResult:
-        principal = principal_of(context)
+        principal = principal_of(context, over_http=self.gate is not None)
         collection = self.collection_of(name, arguments)
         refused = decide(principal, TOOL_SCOPES.get(name, READ), collection)
+        if refused is None and name in SERVER_PATH_TOOLS and self.gate is not None:
+            # a path on the service's machine: any file its user can read, whatever collection it goes to
+            refused = decide(principal, ADMIN, ALL)
         if refused is not None:
             raise ToolError(refused.detail)
         existed = await anyio.to_thread.run_sync(self._exists, collection)

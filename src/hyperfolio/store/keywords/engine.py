@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -106,8 +107,11 @@ class Manifest:
     def write(self, path: Path) -> None:
         body = {"format": self.format, "owner": self.owner, "epoch": self.epoch, "serial": self.serial}
         body["docs"] = self.docs
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(body), encoding="utf-8")
+        # A name of its own per write: two handles of one collection in one process (the service's reader
+        # and writer) may write at once, and a shared name let one move the other's file away.
+        fd, temporary = tempfile.mkstemp(prefix=f"{path.stem}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(body))
         os.replace(temporary, path)
 
 
