@@ -30,6 +30,11 @@ from hyperfolio.version import package_version  # noqa: E402
 KEY = "chat-key-5f1c"
 DOCS = "hyperfolio/docs:bm25"  # lexical retrieval: no embedding model loads in the service
 MODEL_ANSWER = "The North Sea had the highest installed capacity, 1,850 MW [1]."
+PARAGRAPHS_QUESTION = "How large were the regions in 2024, and the company?"  # answered in paragraphs
+PARAGRAPHS_ANSWER = (
+    "[1] The North Sea had 1,850 MW [1], the Baltic 1,120 MW [1].\n\n"
+    "Installed capacity reached 4,470 MW [2]; revenue was $412.6 million [2]."
+)
 REVENUE = "What was the revenue in 2024?"
 LINK = re.compile(
     r"<(http://127\.0\.0\.1:\d+/api/collections/\w+/documents/\w+/pages/(\d+)/image\?box=[\d,.-]+(?:&quote=[^>]+)?)>"
@@ -39,9 +44,13 @@ LINK = re.compile(
 @pytest.fixture(scope="module")
 def model_server() -> Iterator[FakeLLM]:
     server = FakeLLM().start()
-    server.handler = lambda request: Reply.json(
-        {"answer": MODEL_ANSWER, "citations": [1], "sufficient": True}, piece_delay=0.01
-    )
+
+    def answer(request: dict[str, Any]) -> Reply:
+        paragraphs = PARAGRAPHS_QUESTION in str(request["messages"][-1]["content"])
+        written, cited = (PARAGRAPHS_ANSWER, [1, 2]) if paragraphs else (MODEL_ANSWER, [1])
+        return Reply.json({"answer": written, "citations": cited, "sufficient": True}, piece_delay=0.01)
+
+    server.handler = answer
     yield server
     server.stop()
 
@@ -170,6 +179,21 @@ def test_a_model_answer_streams_as_it_is_written(client, model_server):
     assert content.startswith(answer + "\n\nSources:\n- [1] "), content  # the model's own marker never shown
     assert model_server.chat_requests[-1]["stream"] is True
     whole = ask(client, SAMPLE_QUESTION, model="hyperfolio/llm:bm25").choices[0].message.content
+    assert whole == content
+
+
+def test_a_model_answer_in_paragraphs_streams_once(client):
+    pieces, chunks = streamed(client, PARAGRAPHS_QUESTION, model="hyperfolio/llm:bm25")
+    extra = chunks[-1].model_extra["hyperfolio"]
+    answer = extra["answer"]
+    assert extra["answerer"] == "llm", extra["answerer"]
+    bare = "The North Sea had 1,850 MW, the Baltic 1,120 MW. Installed capacity reached 4,470 MW; revenue was"
+    bare += " $412.6 million."  # the model's paragraphs and markers as the finished answer reads them
+    assert re.fullmatch(re.escape(bare) + r" (\[\d\])+", answer), answer  # its own markers numbered afresh
+    content = "".join(pieces)
+    assert content.startswith(answer + "\n\nSources:\n- [1] "), content  # the answer once, not again after it
+    assert content.count("North Sea had") == 1 and len(pieces) >= 10, pieces
+    whole = ask(client, PARAGRAPHS_QUESTION, model="hyperfolio/llm:bm25").choices[0].message.content
     assert whole == content
 
 

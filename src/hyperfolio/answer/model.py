@@ -312,8 +312,7 @@ class LLMAnswerer:
                 cited.append(items[number - 1])
         if not cited or not text:
             return self._fallback(question, evidence, "no valid citations" if text else "empty answer")
-        bare = MARKER.sub("", text).strip()  # the model's own markers: renumbered from `citations` below
-        bare = re.sub(r"\s+([.,;:])", r"\1", bare)
+        bare = bare_answer(reply.answer)  # the model's own markers: renumbered from `citations` below
         # A model cites most of what it was shown: keep what holds the answer (answer/citations.py).
         enabled = self.check_support if check is None else check
         result = check_citations(bare, question, cited, items) if enabled else CitationCheck(cited, OFF, 0)
@@ -336,6 +335,18 @@ class LLMAnswerer:
                 **found,
             },
         )
+
+
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:])")
+
+
+def bare_answer(written: str) -> str:
+    """A model's answer text as the finished answer shows it, before its citations, numbered afresh,
+    are appended: the block tags it echoed dropped, whitespace folded, and its own citation markers
+    dropped with the space they leave before a stop. The one reading of a model's text, so that what
+    a draft of it shows (server/chat_replies.Draft) is the start of the finished answer."""
+    text = MARKER.sub("", one_line(without_tags(written))).strip()
+    return _SPACE_BEFORE_STOP.sub(r"\1", text)
 
 
 def conflict_line(conflict: ValueConflict) -> str:

@@ -18,6 +18,7 @@ import asyncio
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
@@ -29,13 +30,16 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
+from hyperfolio.answer.model import bare_answer
 from hyperfolio.collection import Collection
 from hyperfolio.dialogue import Asking, Turn, message_text, turns_from_messages
 from hyperfolio.errors import HyperfolioError
+from hyperfolio.llm.fence import TAG_PREFIX
 from hyperfolio.model import Answer, Citation, Scope
 from hyperfolio.render import answer_dict
 from hyperfolio.retrieve import STRATEGIES
 from hyperfolio.server.access import READ, Principal, allowed
+from hyperfolio.server.answer_stream import written_while_answering
 from hyperfolio.server.library import Library
 from hyperfolio.server.problems import status_of
 
@@ -44,11 +48,12 @@ DEFAULT_TAG = "latest"  # Ollama's name for a model's default variant: the colle
 MAX_QUESTION = 4000  # characters, as the service's own ask takes
 OWNER = "hyperfolio"
 
-# A model's citation markers in the answer it is writing ("[3]", "[1, 2]"): the finished answer numbers
-# its citations afresh (answer/model.py), so a draft is shown without them.
-_MARKER = re.compile(r"\[\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*\]")
+# What a model's answer may end in, half written, that reads otherwise once it is whole: a citation
+# marker ("[1, 2") and an evidence block tag it echoes ("<ev-"), both dropped from the finished answer
+# (answer/model.bare_answer). A draft waits for the rest of them.
 _OPEN_MARKER = re.compile(r"\[[\d\s,;\u2013-]*$")
-_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:])")
+_TAG_STARTS = "|".join(re.escape(TAG_PREFIX[:n]) for n in range(len(TAG_PREFIX)))  # "", "e", "ev"
+_OPEN_TAG = re.compile(rf"<\s*/?\s*(?:{_TAG_STARTS}|{re.escape(TAG_PREFIX)}[^<>\n]*)$", re.IGNORECASE)
 
 
 class UnknownModel(HyperfolioError):
@@ -239,15 +244,18 @@ def extra_field(conv: Conversation, answer: Answer, sources: Sequence[Source]) -
 
 class Draft:
     """A model's answer as it is written (the text so far, each time it grows), sent as what it grows by.
-    Its own citation markers are left out: the finished answer numbers its citations afresh and ends
-    with them, so what was sent stays the start of the answer."""
+    It is read as the finished answer reads the model's text (`bare_answer`: its own citation markers
+    left out, whitespace folded), and a marker or tag still being written waits for its end: the
+    finished answer numbers its citations afresh and ends with them, so what was sent is the start of
+    the answer."""
 
     def __init__(self) -> None:
         self.sent = ""
 
     def feed(self, written: str) -> str:
-        text = _SPACE_BEFORE_STOP.sub(r"\1", _MARKER.sub("", " ".join(written.split())))
-        text = _OPEN_MARKER.sub("", text).rstrip()  # a marker or a space the next piece may change
+        if (open_tag := _OPEN_TAG.search(written)) is not None:
+            written = written[: open_tag.start()]
+        text = bare_answer(_OPEN_MARKER.sub("", written))
         if not text.startswith(self.sent):  # the model went back on itself: the finished answer follows
             return ""
         piece, self.sent = text[len(self.sent) :], text
@@ -304,12 +312,15 @@ class ChatRun:
         draft = Draft()
         if self.answer is None:
             assert self.asking is not None, "start() first"
-            async for written in self._written(self.asking):
-                if isinstance(written, Answer):
-                    self.answer = written
-                elif piece := draft.feed(written):
-                    self.text += piece
-                    yield piece
+            asking = self.asking
+            answering = written_while_answering(lambda on_text: self.col.finish(asking, on_text))
+            async with aclosing(answering) as written_so_far:
+                async for written in written_so_far:
+                    if isinstance(written, Answer):
+                        self.answer = written
+                    elif piece := draft.feed(written):
+                        self.text += piece
+                        yield piece
         answer = self.answer
         assert answer is not None
         self.sources = await asyncio.to_thread(sources_of, self.col, self.conv.collection, answer, self.base_url)
@@ -317,25 +328,6 @@ class ChatRun:
         self.text += rest
         if rest:
             yield rest
-
-    async def _written(self, asking: Asking) -> AsyncIterator[str | Answer]:
-        """The answer's text so far each time the model's reply grows (on the model client's thread),
-        then the answer."""
-        loop = asyncio.get_running_loop()
-        written: asyncio.Queue[str] = asyncio.Queue()
-
-        def on_text(text: str) -> None:
-            loop.call_soon_threadsafe(written.put_nowait, text)
-
-        answering = asyncio.ensure_future(asyncio.to_thread(self.col.finish, asking, on_text))
-        while not answering.done() or not written.empty():
-            waiting = asyncio.ensure_future(written.get())
-            await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)
-            if waiting.done():
-                yield waiting.result()
-            else:
-                waiting.cancel()
-        yield answering.result()
 
     def extra(self) -> dict[str, Any]:
         """The reply's `hyperfolio` field, as plain JSON data (see `extra_field`)."""
