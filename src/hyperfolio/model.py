@@ -236,6 +236,12 @@ class EvidencePackage:
         return self.pages()[:k]
 
 
+# How long a question and a quote to mark may be, on every face (the API, the chat endpoints, MCP): a
+# question is a sentence or two, a quote at most a passage (600 characters) with room to spare.
+MAX_QUESTION_CHARS = 4000
+MAX_QUOTE_CHARS = 2000
+
+
 class Scope(TypedDict, total=False):
     """How a question is asked, the same on every face (library, CLI, service, MCP): `mode` (the
     collection's default when absent), `k` evidence items, `doc` the documents it is scoped to (ids, file

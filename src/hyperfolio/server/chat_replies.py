@@ -35,7 +35,7 @@ from hyperfolio.collection import Collection
 from hyperfolio.dialogue import Asking, Turn, message_text, turns_from_messages
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.llm.fence import TAG_PREFIX
-from hyperfolio.model import Answer, Citation, Scope
+from hyperfolio.model import MAX_QUESTION_CHARS, Answer, Citation, Scope
 from hyperfolio.render import answer_dict
 from hyperfolio.retrieve import STRATEGIES
 from hyperfolio.server.access import READ, Principal, allowed
@@ -45,7 +45,7 @@ from hyperfolio.server.problems import status_of
 
 MODEL_PREFIX = "hyperfolio/"
 DEFAULT_TAG = "latest"  # Ollama's name for a model's default variant: the collection's own mode
-MAX_QUESTION = 4000  # characters, as the service's own ask takes
+MAX_QUESTION = MAX_QUESTION_CHARS
 OWNER = "hyperfolio"
 
 # What a model's answer may end in, half written, that reads otherwise once it is whole: a citation

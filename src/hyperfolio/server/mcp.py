@@ -30,7 +30,7 @@ from starlette.applications import Starlette
 
 from hyperfolio.collection import AddResult, Collection
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.model import Citation, Scope
+from hyperfolio.model import MAX_QUESTION_CHARS, MAX_QUOTE_CHARS, Citation, Scope
 from hyperfolio.parse.unlock import NEEDED
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
@@ -63,7 +63,7 @@ DocArg = Annotated[
     str | list[str] | None,
     Field(description="Only search these documents (doc id, title or file name; one or a list)."),
 ]
-QuestionArg = Annotated[str, Field(min_length=1, max_length=4000, description="The question.")]
+QuestionArg = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question.")]
 ConversationArg = Annotated[
     str | None,
     Field(
@@ -477,7 +477,7 @@ class Tools:
             Field(max_length=50, description="Regions to highlight, each [x0, y0, x1, y1] in points."),
         ] = None,
         quote: Annotated[
-            list[Annotated[str, Field(max_length=2000)]] | None,
+            list[Annotated[str, Field(max_length=MAX_QUOTE_CHARS)]] | None,
             Field(
                 max_length=50,
                 description="What answers inside the regions: the citation's quote, or each of its cells (a "
@@ -520,7 +520,9 @@ class Tools:
         self,
         collection: CollectionArg = DEFAULT_COLLECTION,
         doc: Annotated[str | None, Field(description="Draw this document's hypergraph (id or title).")] = None,
-        query: Annotated[str | None, Field(max_length=4000, description="Draw the evidence for this question.")] = None,
+        query: Annotated[
+            str | None, Field(max_length=MAX_QUESTION_CHARS, description="Draw the evidence for this question.")
+        ] = None,
         entity: Annotated[str | None, Field(max_length=200, description="Draw this entity's neighbourhood.")] = None,
     ) -> Structured:
         """Draw part of the collection's hypergraph as a PNG: entities (E1, E2, ...) joined by hyperedges

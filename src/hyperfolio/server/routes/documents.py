@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 from pydantic import BaseModel, Field
 
+from hyperfolio.model import MAX_QUOTE_CHARS
 from hyperfolio.server.access import Caller
 from hyperfolio.server.keys import REMOVE_DOCUMENT, UPLOAD
 from hyperfolio.server.problems import Problem
@@ -15,7 +16,7 @@ from hyperfolio.server.state import State
 from hyperfolio.server.uploads import MAX_PASSWORD, discard, receive_all
 
 router = APIRouter(tags=["documents"])
-MAX_QUOTE = 2000  # characters of a quote: a passage is at most 600
+MAX_QUOTE = MAX_QUOTE_CHARS
 
 Password = Annotated[
     str,

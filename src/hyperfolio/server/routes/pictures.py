@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
+from hyperfolio.model import MAX_QUESTION_CHARS
 from hyperfolio.retrieve import RetrievalMode
 from hyperfolio.server.state import State
 
@@ -26,7 +27,7 @@ def graph(
     state: State,
     name: str,
     doc: str | None = None,
-    query: Annotated[str | None, Query(max_length=4000)] = None,
+    query: Annotated[str | None, Query(max_length=MAX_QUESTION_CHARS)] = None,
     entity: Annotated[str | None, Query(max_length=200)] = None,
     format: Literal["png", "svg", "html"] = "png",  # noqa: A002 - the API's word
     layout: Annotated[str | None, Query(max_length=60)] = None,

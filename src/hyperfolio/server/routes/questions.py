@@ -10,7 +10,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, Field
 
 from hyperfolio.collection import Collection
-from hyperfolio.model import Scope
+from hyperfolio.model import MAX_QUESTION_CHARS, Scope
 from hyperfolio.render import answer_dict, evidence_dict
 from hyperfolio.retrieve import RetrievalMode
 from hyperfolio.server.answer_stream import answer_events
@@ -20,7 +20,7 @@ router = APIRouter(tags=["questions"])
 
 
 class AskRequest(BaseModel):
-    question: str = Field(min_length=1, max_length=4000, description="The question.")
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question.")
     mode: RetrievalMode | None = Field(
         None, description="Retrieval mode; the collection's default (auto) when omitted."
     )
