@@ -75,3 +75,14 @@ def test_a_why_asked_of_the_cited_document_does_not_hold_later_questions_to_it(c
     assert conversation.ask("why?").meta["followup"]["doc"]  # asked of the cited document
     later = conversation.ask("What do grain prices mean for growth?")  # stands alone: the whole collection
     assert "followup" not in later.meta and conversation.turns[-1].scope == []
+
+
+def test_a_kept_thread_numbers_its_turns_as_stored(col):
+    kept = col.conversation(owner="ana", keep=True)
+    kept.ask("What was revenue in 2023?")
+    twin = col.conversation(kept.id, owner="ana")  # the same thread opened elsewhere (another request)
+    kept.ask("and in 2022?")
+    twin.ask("what about net income?")  # read against the turn it knew, numbered after both
+    assert (kept.number, twin.number) == (2, 3)
+    assert len(col.conversation(kept.id, owner="ana").turns) == 3
+    col.delete_conversation(kept.id, owner="ana")

@@ -477,6 +477,7 @@ class Conversation:
         self.collection = collection
         self.stored = stored
         self.turns: list[Turn] = list(turns) or [Turn.from_dict(t) for t in (stored.turns if stored else [])]
+        self.number = len(self.turns)  # the latest turn's number in the thread
 
     @property
     def id(self) -> str | None:
@@ -493,13 +494,15 @@ class Conversation:
     def finish(self, asking: Asking, on_text: Callable[[str], None] | None = None) -> Answer:
         answer = self.collection.finish(asking, on_text)
         turn = Turn.of(answer, asking.question, asking.doc_scope(), time.time())
-        if self.stored is not None:
-            self.collection.store.add_turn(self.stored.conversation_id, turn.to_dict())
         self.turns.append(turn)
+        self.number = len(self.turns)
+        if self.stored is not None:  # the store numbers it: another ask in the thread may have come first
+            self.number = self.collection.store.add_turn(self.stored.conversation_id, turn.to_dict())
         return answer
 
     def new(self) -> None:
         """Start over: later questions lean on nothing asked before (a stored thread starts a new one)."""
         self.turns.clear()
+        self.number = 0
         if self.stored is not None:
             self.stored = self.collection.store.create_conversation(self.stored.owner)

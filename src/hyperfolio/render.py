@@ -12,6 +12,7 @@ def citation_dict(citation: Citation) -> dict[str, Any]:
     out = asdict(citation)
     out["bbox"] = list(citation.bbox) if citation.bbox else None
     out["label"] = citation.label()
+    out["quotes"] = citation.quotes()  # what to mark inside the region: the row's cells, else the sentence
     return out
 
 

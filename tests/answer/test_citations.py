@@ -18,7 +18,7 @@ from hyperfolio.answer.citations import (
     supports,
 )
 from hyperfolio.answer.extractive import ExtractiveAnswerer
-from hyperfolio.answer.model import AnswerReply, LLMAnswerer
+from hyperfolio.answer.model import AnswerReply, LLMAnswerer, bare_answer
 from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
 
 
@@ -215,6 +215,12 @@ def test_the_answerer_recovers_a_shown_chunk_when_no_citation_holds_the_number(f
 
 def test_an_insufficient_answer_still_cites_nothing(fake_llm, fake_client):
     evidence = fleet_evidence()
-    fake_llm.script(Reply.json({"answer": "Not in the evidence.", "citations": [1, 2], "sufficient": False}))
+    fake_llm.script(Reply.json({"answer": "Not in [2] the evidence [1].", "citations": [1, 2], "sufficient": False}))
     answer = LLMAnswerer(fake_client, ExtractiveAnswerer()).answer(evidence.question, evidence)
     assert not answer.sufficient and answer.citations == [] and answer.answerer == "llm"
+    assert answer.text == "Not in the evidence."  # no markers pointing at nothing, no gap where one was
+
+
+def test_a_model_answer_loses_its_own_markers_without_leaving_gaps():
+    assert bare_answer("Revenue [1] rose to $5 million [2][3] in 2023 [4].") == "Revenue rose to $5 million in 2023."
+    assert bare_answer("[1] Capacity is\n  9,200 TEU [2]") == "Capacity is 9,200 TEU"

@@ -101,6 +101,9 @@ def test_the_quote_and_cells_are_in_the_citation_dict():
     answer = ask("Which region had the highest capacity?", table_item())
     row = citation_dict(answer.citations[0])
     assert row["cells"] == ["North Sea", "1,850"] and row["quote"] == "" and row["label"]
+    assert row["quotes"] == ["North Sea", "1,850"]  # what a face marks, said by the service
+    prose = citation_dict(overlapping(text_item(HISTORY), "The substation was commissioned in March 2019."))
+    assert prose["quotes"] == [prose["quote"]] and prose["quote"].startswith("The Harwick substation")
 
 
 def test_of_a_long_run_without_sentences_the_part_holding_the_answer_is_quoted():

@@ -426,3 +426,16 @@ def test_the_gate_reads_the_route_path_under_a_prefix(root, store):
         assert client.get("/hf/api/keys").status_code == 401
         assert client.get("/hf/api/audit").status_code == 401
         assert client.get("/hf/api/health").status_code == 200
+
+
+def test_two_processes_revoking_one_key_log_one_revocation(tmp_path, monkeypatch):
+    cli_side, service_side = KeyStore(tmp_path), KeyStore(tmp_path)  # two connections, as CLI and service
+    key, _ = cli_side.create("shared", "read")
+    stale = service_side.get(key.key_id)  # the service read the key just before the CLI revoked it
+    first = cli_side.revoke(key.key_id)
+    monkeypatch.setattr(service_side, "get", lambda key_id: stale)
+    second = service_side.revoke(key.key_id)
+    assert second.revoked == first.revoked is not None  # the revocation that happened, not a second one
+    assert [e.action for e in cli_side.audit()].count("revoke_key") == 1
+    cli_side.close()
+    service_side.close()

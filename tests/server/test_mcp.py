@@ -53,7 +53,7 @@ async def stdio_session_calls(root: Path, pdf: Path, locked: Path, errlog: Any) 
             cited = (out["ask"].structured_content or {"citations": [{}]})["citations"][0]
             doc = cited.get("doc_id", "?")
             where = {"doc": doc, "page": cited.get("page", 1), "boxes": [cited["bbox"]] if cited.get("bbox") else None}
-            where["quote"] = cited.get("cells") or ([cited["quote"]] if cited.get("quote") else None)
+            where["quote"] = cited.get("quotes") or None
             out["page"] = await session.call_tool("get_page", where)
             knobs = {"question": SAMPLE_QUESTION, "mode": "concept", "options": {"scoring": "keyword", "concepts": 5}}
             out["knobs"] = await session.call_tool("retrieve", knobs)

@@ -299,10 +299,10 @@ class LLMAnswerer:
         items, _ = self.shown(question, evidence)
         found = {"conflicts": [c.as_dict() for c in self._conflicts(question, evidence, conflicts)]}
         found = found if found["conflicts"] else {}
-        text = one_line(without_tags(reply.answer))
-        if not reply.sufficient:
+        bare = bare_answer(reply.answer)  # the model's own markers: renumbered from `citations` below
+        if not reply.sufficient:  # cites nothing, so shows no markers (as its streamed draft did not)
             return Answer(
-                question, text or INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name, meta=found
+                question, bare or INSUFFICIENT, [], evidence, sufficient=False, answerer=self.name, meta=found
             )
         # Only numbers of chunks the prompt showed: "[99]", or a number copied from a document's own
         # reference list, names no evidence and is dropped.
@@ -310,9 +310,8 @@ class LLMAnswerer:
         for number in dict.fromkeys(n for n in reply.citations if 1 <= n <= len(items)):
             if all(items[number - 1].citation != item.citation for item in cited):
                 cited.append(items[number - 1])
-        if not cited or not text:
-            return self._fallback(question, evidence, "no valid citations" if text else "empty answer")
-        bare = bare_answer(reply.answer)  # the model's own markers: renumbered from `citations` below
+        if not cited or not bare:
+            return self._fallback(question, evidence, "no valid citations" if bare else "empty answer")
         # A model cites most of what it was shown: keep what holds the answer (answer/citations.py).
         enabled = self.check_support if check is None else check
         result = check_citations(bare, question, cited, items) if enabled else CitationCheck(cited, OFF, 0)
@@ -345,7 +344,7 @@ def bare_answer(written: str) -> str:
     are appended: the block tags it echoed dropped, whitespace folded, and its own citation markers
     dropped with the space they leave before a stop. The one reading of a model's text, so that what
     a draft of it shows (server/chat_replies.Draft) is the start of the finished answer."""
-    text = MARKER.sub("", one_line(without_tags(written))).strip()
+    text = one_line(MARKER.sub("", without_tags(written)))  # folded after: a marker mid-sentence leaves no gap
     return _SPACE_BEFORE_STOP.sub(r"\1", text)
 
 

@@ -9,7 +9,7 @@ from hyperfolio.dialogue.followups import (
     carried,
     rewrite_offline,
 )
-from hyperfolio.dialogue.turns import Turn, message_text, owned, turns_from_messages
+from hyperfolio.dialogue.turns import Turn, owned, turns_from_messages
 
 __all__ = [
     "CITED_SCOPE",
@@ -19,7 +19,6 @@ __all__ = [
     "Rewriter",
     "Turn",
     "carried",
-    "message_text",
     "owned",
     "rewrite_offline",
     "turns_from_messages",

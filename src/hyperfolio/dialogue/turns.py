@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperfolio.errors import ConversationNotFound, HyperfolioError
+from hyperfolio.llm.messages import message_text
 from hyperfolio.model import Answer, ConversationRecord
 from hyperfolio.store.base import ConversationStore
 
@@ -98,15 +99,6 @@ def turns_from_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[list[Tur
     if pending is None or not pending.strip():
         raise HyperfolioError("messages: the last message must be the user's question")
     return turns, pending.strip()
-
-
-def message_text(content: Any) -> str:
-    """A chat message's text: a string, or OpenAI's list of parts (the text parts joined)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    return ""
 
 
 def owned(store: ConversationStore, conversation_id: str, owner: str) -> ConversationRecord:

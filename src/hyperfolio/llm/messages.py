@@ -6,7 +6,7 @@ Its own module because stages build prompts without needing the HTTP client that
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -37,3 +37,17 @@ def user_message(text: str, images: Sequence[bytes] = ()) -> dict[str, Any]:
 
 def system_message(text: str) -> dict[str, Any]:
     return {"role": "system", "content": text}
+
+
+def text_parts(content: Any) -> list[str]:
+    """The texts of a message's content: a string, or OpenAI's list of parts (the text parts)."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
+    return []
+
+
+def message_text(content: Any) -> str:
+    """A message's text in one string (its text parts joined)."""
+    return " ".join(text_parts(content))

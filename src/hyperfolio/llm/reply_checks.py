@@ -27,6 +27,7 @@ from typing import Any
 from hyperfolio.lexicon import STOPWORDS
 from hyperfolio.llm.fence import split_evidence
 from hyperfolio.llm.json_shape import json_instruction
+from hyperfolio.llm.messages import text_parts
 
 # A run of this many words in the instructions' own order is a copy, not a coincidence. Shorter runs are
 # phrasing a good reply shares with its prompt: the answer prompt asks the model to say so "when the
@@ -100,15 +101,6 @@ def _grams(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
-def _message_texts(message: Mapping[str, Any]) -> list[str]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
-    return []
-
-
 def _split_data(text: str) -> tuple[str, list[str]]:
     """(instructions, data) of one user text: evidence blocks and the question are data."""
     rest, data = split_evidence(text)
@@ -130,7 +122,7 @@ class _Prompt:
         data: list[str] = []
         for message in messages:
             role = message.get("role")
-            for text in _message_texts(message):
+            for text in text_parts(message.get("content")):
                 if role in ("system", "developer"):
                     instructions.append(text)
                 elif role == "user":

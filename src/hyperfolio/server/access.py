@@ -235,10 +235,17 @@ def token_of(request: Request) -> str:
     return sent[7:].strip() if sent.lower().startswith("bearer ") else request.query_params.get("key", "")
 
 
+def principal_in(request: object) -> Principal | None:
+    """Who the gate admitted the request as (it sets `request.state.principal` on every guarded path);
+    None where it did not look. Every reader of the principal reads it here."""
+    principal = getattr(getattr(request, "state", None), "principal", None)
+    return principal if isinstance(principal, Principal) else None
+
+
 async def caller_of(request: Request) -> Principal:
-    """The request's principal (set by the middleware on every guarded path)."""
-    principal = getattr(request.state, "principal", None)
-    if not isinstance(principal, Principal):
+    """The request's principal, as an endpoint's dependency (`Caller`)."""
+    principal = principal_in(request)
+    if principal is None:
         raise Problem(401, NO_KEY)
     return principal
 

@@ -32,9 +32,10 @@ from starlette.exceptions import HTTPException
 
 from hyperfolio.answer.model import bare_answer
 from hyperfolio.collection import Collection
-from hyperfolio.dialogue import Asking, Turn, message_text, turns_from_messages
+from hyperfolio.dialogue import Asking, Turn, turns_from_messages
 from hyperfolio.errors import HyperfolioError
 from hyperfolio.llm.fence import TAG_PREFIX
+from hyperfolio.llm.messages import message_text
 from hyperfolio.model import MAX_QUESTION_CHARS, Answer, Citation, Scope
 from hyperfolio.render import answer_dict
 from hyperfolio.retrieve import STRATEGIES

@@ -178,6 +178,19 @@ class KeyStore:
         db.executescript(SCHEMA)
         return db
 
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction, taken before its reads (IMMEDIATE): a check and the write it allows are one."""
+        with self._connection(create=True) as db:
+            assert db is not None
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
@@ -202,8 +215,7 @@ class KeyStore:
         """A new key and its token (shown once, never stored); `by` (key id, name) goes in the audit log."""
         check_key_fields(name, scope, collections, rate)
         kept = tuple(dict.fromkeys(collections)) if collections else None
-        with self._connection(create=True) as db:
-            assert db is not None
+        with self._transaction() as db:  # the id checked free and taken in one transaction
             while True:
                 key_id = secrets.token_hex(4)
                 if db.execute("SELECT 1 FROM keys WHERE id = ?", (key_id,)).fetchone() is None:
@@ -212,14 +224,8 @@ class KeyStore:
             key = ApiKey(key_id, name, scope, kept, rate, now())
             listed = json.dumps(list(kept)) if kept is not None else None
             row = (key.key_id, name, scope, listed, rate, key.created, None, token_hash(token))
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute(f"INSERT INTO keys ({_KEY_COLUMNS}, hash) VALUES (?,?,?,?,?,?,?,?)", row)
-                self._record(db, by, CREATE_KEY, None, key_id, _key_detail(key))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            db.execute(f"INSERT INTO keys ({_KEY_COLUMNS}, hash) VALUES (?,?,?,?,?,?,?,?)", row)
+            self._record(db, by, CREATE_KEY, None, key_id, _key_detail(key))
         return key, token
 
     def list_keys(self) -> list[ApiKey]:
@@ -231,8 +237,13 @@ class KeyStore:
 
     def get(self, key_id: str) -> ApiKey:
         with self._connection() as db:
-            found = None if db is None else db.execute(f"SELECT {_KEY_COLUMNS} FROM keys WHERE id = ?", (key_id,))
-            row = None if found is None else found.fetchone()
+            if db is None:
+                raise KeyNotFound(key_id)
+            return self._get_in(db, key_id)
+
+    @staticmethod
+    def _get_in(db: sqlite3.Connection, key_id: str) -> ApiKey:
+        row = db.execute(f"SELECT {_KEY_COLUMNS} FROM keys WHERE id = ?", (key_id,)).fetchone()
         if row is None:
             raise KeyNotFound(key_id)
         return _key(row)
@@ -243,17 +254,12 @@ class KeyStore:
         key = self.get(key_id)
         if key.revoked is not None:
             return key
-        with self._connection(create=True) as db:
-            assert db is not None
-            when = now()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute("UPDATE keys SET revoked = ? WHERE id = ? AND revoked IS NULL", (when, key_id))
-                self._record(db, by, REVOKE_KEY, None, key_id, f"name={key.name}")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        when = now()
+        with self._transaction() as db:
+            changed = db.execute("UPDATE keys SET revoked = ? WHERE id = ? AND revoked IS NULL", (when, key_id))
+            if changed.rowcount == 0:  # another process revoked it since: theirs is the revocation logged
+                return self._get_in(db, key_id)
+            self._record(db, by, REVOKE_KEY, None, key_id, f"name={key.name}")
         return ApiKey(key.key_id, key.name, key.scope, key.collections, key.rate, key.created, when)
 
     def verify(self, token: str) -> ApiKey | None:

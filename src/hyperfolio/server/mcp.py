@@ -219,7 +219,7 @@ def _cite(number: int, c: dict[str, Any]) -> str:
     where = label if label.startswith(Citation.UNIT_LABELS) else f"page {c['page']}"
     printed = f" (printed page {label})" if label and where != label else ""
     region = f", box {_box(c['bbox'])}" if c.get("bbox") else ""
-    said = c.get("cells") or ([c["quote"]] if c.get("quote") else [])
+    said = c.get("quotes") or []
     quote = f", quote {' | '.join(json.dumps(_one_line(q)[:QUOTE_CHARS]) for q in said)}" if said else ""
     return f"[{number}] {c['title']} (doc {c['doc_id']}), {where}{printed}{region}{quote}"
 

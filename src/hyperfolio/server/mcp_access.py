@@ -20,7 +20,19 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 
 from hyperfolio.errors import HyperfolioError
-from hyperfolio.server.access import ADMIN, ALL, LOCAL, NO_KEY, READ, WRITE, Gate, Principal, decide, visible
+from hyperfolio.server.access import (
+    ADMIN,
+    ALL,
+    LOCAL,
+    NO_KEY,
+    READ,
+    WRITE,
+    Gate,
+    Principal,
+    decide,
+    principal_in,
+    visible,
+)
 from hyperfolio.server.keys import CREATE_COLLECTION, UPLOAD
 from hyperfolio.server.library import Library
 
@@ -46,8 +58,8 @@ def principal_of(context: Context[Any, Any] | None, over_http: bool = True) -> P
         if over_http:
             raise ToolError(NO_KEY)
         return LOCAL
-    principal = getattr(getattr(request, "state", None), "principal", None)
-    if not isinstance(principal, Principal):
+    principal = principal_in(request)
+    if principal is None:
         raise ToolError(NO_KEY)
     return principal
 

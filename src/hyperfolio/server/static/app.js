@@ -1420,10 +1420,9 @@ function placeHighlight(info) {
   placeAnswerMarks(box, cite);
 }
 
-/** What answers inside the citation's block: a table row's cells, else the quoted sentence. */
+/** What answers inside the citation's block, as the service lists it (a table row's cells, else the quoted sentence). */
 function answerQuotes(cite) {
-  if (Array.isArray(cite.cells) && cite.cells.length) return cite.cells.filter((c) => typeof c === "string" && c);
-  return typeof cite.quote === "string" && cite.quote.trim() ? [cite.quote] : [];
+  return Array.isArray(cite.quotes) ? cite.quotes.filter((q) => typeof q === "string" && q.trim()) : [];
 }
 
 const answerRegions = new Map(); // regions URL -> Promise of its boxes, so toggling the fit asks once
