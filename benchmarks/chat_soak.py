@@ -66,10 +66,11 @@ def openai_turn(client: httpx.Client, messages: list[dict[str, str]]) -> str:
     reply = client.post("/v1/chat/completions", json={"model": f"hyperfolio/{COLLECTION}", "messages": messages})
     if reply.status_code != 200:
         raise RuntimeError(f"/v1/chat/completions {reply.status_code}: {reply.text[:200]}")
-    data = reply.json()
-    if SAMPLE_TITLE not in data["choices"][0]["message"]["content"]:
-        raise RuntimeError("a reply cites nothing of the sample")
-    return str(data["choices"][0]["message"]["content"])
+    text = str(reply.json()["choices"][0]["message"]["content"])
+    if SAMPLE_TITLE not in text:
+        sources = text[text.find("Sources") :][:120] if "Sources" in text else text[:120]
+        raise RuntimeError(f"a reply to {messages[-1]['content']!r} cites nothing of the sample: {sources!r}")
+    return text
 
 
 def chat_client(url: str, number: int, until: float, tally: Tally) -> None:

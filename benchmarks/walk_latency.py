@@ -7,8 +7,8 @@ the evidence's stage times), so "without the walk" is the same run's total less 
 collection is warmed first, as the service does at start-up (the long documents' walk graphs are built
 then: `retrieve.graph_walk.prebuild`), and the time that takes is printed; `--cold` skips it.
 
-    HYPERFOLIO_DATA=../shared/data python benchmarks/walk_latency.py --dataset mmlongbench --collection bench-out/new9-mm
-    HYPERFOLIO_DATA=../shared/data python benchmarks/walk_latency.py --dataset financebench --collection bench-out/new9-fb
+    HYPERFOLIO_DATA=../shared/data python benchmarks/walk_latency.py --dataset mmlongbench -c bench-out/new9-mm
+    HYPERFOLIO_DATA=../shared/data python benchmarks/walk_latency.py --dataset financebench -c bench-out/new9-fb
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from hyperfolio.eval.metrics import percentile
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", required=True, help="mmlongbench, qasper or financebench")
-    parser.add_argument("--collection", type=Path, required=True, help="the dev set's indexed collection")
+    parser.add_argument("-c", "--collection", type=Path, required=True, help="the dev set's indexed collection")
     parser.add_argument("--cold", action="store_true", help="do not warm the collection first")
     args = parser.parse_args()
     try:

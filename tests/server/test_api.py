@@ -547,3 +547,20 @@ def test_concurrent_questions(client):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_service_keeps_the_latest_finished_jobs_not_every_one(tmp_path, monkeypatch):
+    monkeypatch.setattr("hyperfolio.server.jobs.KEEP_FINISHED", 2)
+    with TestClient(create_app(ServerConfig(root=tmp_path, mcp=False, warm=False))) as client:
+        client.post("/api/collections", json={"name": "notes"})
+        made = []
+        for n in range(4):
+            note = (f"note-{n}.md", f"# Note {n}\n\nThe depot on pier {n} holds {10 + n} crates.\n".encode())
+            job = client.post("/api/collections/notes/documents", files=[("files", note)]).json()
+            wait_done(client, job)
+            made.append(job["job_id"])
+        kept = [j["job_id"] for j in client.get("/api/collections/notes/jobs").json()]
+        assert sorted(kept) == sorted(made[1:])  # the newest is running-or-just-done, and two finished before it
+        assert_problem(client.get(f"/api/jobs/{made[0]}"), 404, made[0], "latest 2 finished")
+        assert client.get(f"/api/jobs/{made[-1]}").json()["status"] == "done"
+        assert len(client.get("/api/collections/notes/documents").json()) == 4  # the documents stay

@@ -94,17 +94,20 @@ def start_up(state: ServiceState) -> None:
 
 
 def _lifespan(state: ServiceState, mcp_app: Starlette | None) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """Start-up on a thread (the service answers `/api/ready` with 503 meanwhile), the MCP server's
-    own lifespan inside the app's, and every collection closed at the end."""
+    """Start-up on a thread (the service answers `/api/ready` with 503 meanwhile), freed memory returned
+    while it runs (`memory`), the MCP server's own lifespan inside the app's, and every collection closed at
+    the end."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         threading.Thread(target=start_up, args=(state,), name="hyperfolio-start-up", daemon=True).start()
+        state.trimmer.start()
         if mcp_app is not None:
             async with mcp_app.router.lifespan_context(mcp_app):
                 yield
         else:
             yield
+        state.trimmer.stop()
         state.jobs.close()
         state.library.close()
         state.gate.store.close()

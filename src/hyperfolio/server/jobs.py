@@ -28,6 +28,9 @@ from hyperfolio.parse.unlock import NEEDED
 log = logging.getLogger(__name__)
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+# Finished jobs kept to be read back, the latest first: a service whose uploads never stop must not keep
+# every job it ran (a soak of 4,000 uploads held ~40 MB of their events).
+KEEP_FINISHED = 256
 # The library's NEEDED names the CLI's option; a client of the service sends the upload's field.
 PASSWORD_NEEDED = "encrypted: a password is needed (send it with the upload, in the 'password' field)"
 
@@ -173,6 +176,7 @@ class JobQueue:
     def __init__(self, writer_of: Any, workers: int = 0) -> None:
         self._writer_of = writer_of  # name -> Collection
         self._workers = workers
+        self.keep_finished = KEEP_FINISHED
         self._jobs: dict[str, Job] = {}
         self._queue: queue.Queue[tuple[Job, str | None] | None] = queue.Queue()  # a job and its password
         self._lock = threading.Lock()
@@ -184,9 +188,16 @@ class JobQueue:
         job = Job(uuid.uuid4().hex[:16], collection, files)
         with self._lock:
             self._jobs[job.job_id] = job
+            self._forget_finished()
         job.emit("queued", position=self._queue.qsize() + 1)
         self._queue.put((job, password))
         return job
+
+    def _forget_finished(self) -> None:
+        """Drop the finished jobs past the latest `keep_finished` (under the lock)."""
+        finished = sorted((j for j in self._jobs.values() if j.over), key=lambda j: j.finished)
+        for job in finished[: max(0, len(finished) - self.keep_finished)]:
+            del self._jobs[job.job_id]
 
     def get(self, job_id: str) -> Job | None:
         with self._lock:

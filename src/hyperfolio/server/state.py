@@ -17,6 +17,7 @@ from hyperfolio.server.access import Gate
 from hyperfolio.server.config import ServerConfig
 from hyperfolio.server.jobs import JobQueue
 from hyperfolio.server.library import Library
+from hyperfolio.server.memory import MemoryTrimmer
 
 
 @dataclass
@@ -26,6 +27,7 @@ class ServiceState:
     config: ServerConfig
     gate: Gate
     warm: threading.Event = field(default_factory=threading.Event)  # set once start-up is over
+    trimmer: MemoryTrimmer = field(default_factory=MemoryTrimmer)  # freed memory returned while it runs
 
 
 async def state_of(request: Request) -> ServiceState:

@@ -23,7 +23,8 @@ def job_of(state: State, job_id: str, caller: Caller) -> Job:
     longer be sent."""
     job = state.jobs.get(job_id)
     if job is None or not allowed(caller, READ, job.collection):
-        raise Problem(404, f"no ingestion job {job_id!r} (jobs are kept while the service runs)")
+        kept = f"the service keeps the jobs running or queued and the latest {state.jobs.keep_finished} finished"
+        raise Problem(404, f"no ingestion job {job_id!r} ({kept})")
     return job
 
 
