@@ -101,16 +101,28 @@ def chat_client(url: str, number: int, until: float, tally: Tally) -> None:
                 client.delete(f"/api/collections/{COLLECTION}/conversations/{thread}")
 
 
+def letters(n: int) -> str:
+    """n written in letters (0 -> "a", 26 -> "ba")."""
+    out = ""
+    while True:
+        n, digit = divmod(n, 26)
+        out = chr(ord("a") + digit) + out
+        if n == 0:
+            return out
+
+
 def churn(url: str, until: float, tally: Tally, folder: Path) -> None:
     """Documents coming and going: upload one, ask about it, remove it."""
     with httpx.Client(base_url=url, timeout=TIMEOUT) as client:
         while time.monotonic() < until:
             n = tally.cycles
-            name = f"memo-{n}.pdf"
+            tag = letters(n)  # not a number: "memo-2026" was the one document naming the year a question asked
+            name = f"memo-{tag}.pdf"
             pdf = folder / name
             doc = pymupdf.open()
             page = doc.new_page()
-            page.insert_textbox(pymupdf.Rect(72, 72, 540, 400), f"Memo {n}: the Kestrel depot stores {100 + n} crates.")
+            text = f"Memo {tag}: the Kestrel depot stores {10_000 + n} crates."  # five digits: never a year
+            page.insert_textbox(pymupdf.Rect(72, 72, 540, 400), text)
             doc.save(pdf)
             doc.close()
             try:

@@ -54,3 +54,8 @@ def test_the_service_trims_while_it_runs_and_stops_with_it(tmp_path):
     trims = state.trimmer.trims
     time.sleep(0.2)
     assert state.trimmer.trims == trims  # stopped with the service
+    with TestClient(app):  # the same app served again: its lifespan starts trimming again
+        deadline = time.monotonic() + 10
+        while state.trimmer.trims < trims + 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert state.trimmer.trims >= trims + 2

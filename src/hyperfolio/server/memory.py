@@ -42,19 +42,24 @@ class MemoryTrimmer:
         self.trims = 0  # how many times memory was trimmed (a test reads it)
         self._trim = malloc_trim()
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="hyperfolio-memory-trim", daemon=True)
+        self._thread: threading.Thread | None = None
 
     @property
     def available(self) -> bool:
         return self._trim is not None
 
     def start(self) -> None:
-        if self._trim is not None:
-            self._thread.start()
+        """Start trimming (again, after a `stop`: an app's lifespan may run more than once)."""
+        if self._trim is None or (self._thread is not None and self._thread.is_alive()):
+            return
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(self._stopped,), name="hyperfolio-memory-trim")
+        self._thread.daemon = True
+        self._thread.start()
 
-    def _run(self) -> None:
+    def _run(self, stopped: threading.Event) -> None:
         assert self._trim is not None
-        while not self._stopped.wait(self.seconds):
+        while not stopped.wait(self.seconds):
             try:
                 self._trim()
             except OSError as exc:  # never expected; the service must not stop over it
@@ -64,5 +69,5 @@ class MemoryTrimmer:
 
     def stop(self) -> None:
         self._stopped.set()
-        if self._thread.is_alive():
+        if self._thread is not None:
             self._thread.join(timeout=1.0)
