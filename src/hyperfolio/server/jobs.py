@@ -28,8 +28,8 @@ from hyperfolio.parse.unlock import NEEDED
 log = logging.getLogger(__name__)
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
-# Finished jobs kept to be read back, the latest first: a service whose uploads never stop must not keep
-# every job it ran (a soak of 4,000 uploads held ~40 MB of their events).
+# Finished jobs kept to be read back: a service whose uploads never stop must not keep every job it ran
+# (a job and its events take a few KB; a 30-minute soak ran 4,000).
 KEEP_FINISHED = 256
 # The library's NEEDED names the CLI's option; a client of the service sends the upload's field.
 PASSWORD_NEEDED = "encrypted: a password is needed (send it with the upload, in the 'password' field)"
