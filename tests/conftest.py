@@ -18,6 +18,7 @@ import pytest
 from hyperfolio import Collection
 from hyperfolio.config import Settings
 from hyperfolio.embed.local import MiniLMEmbedder, Model2VecEmbedder, make_embedder
+from hyperfolio.model import Chunk, Citation, EvidenceItem, EvidencePackage
 
 
 def _load_fake_server():
@@ -169,6 +170,16 @@ def indexed(root: Path, embedder, *sources: Path) -> Iterator[Collection]:  # no
     assert not added.failed, [r.reason for r in added.failed]
     yield col
     col.close()
+
+
+def text_evidence(question: str, texts: list[str], title: str = "Report") -> EvidencePackage:
+    """Evidence of one text chunk per page of document "d", ranked in the order given."""
+    items = []
+    for rank, text in enumerate(texts, 1):
+        chunk = Chunk(page=rank, order=0, modality="text", text=text, doc_id="d", chunk_id=f"d:{rank}:0")
+        citation = Citation("d", title, rank, None, [], chunk.chunk_id, "text")
+        items.append(EvidenceItem(chunk, 1.0 / rank, rank, citation))
+    return EvidencePackage(question, "test", items)
 
 
 def write_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:

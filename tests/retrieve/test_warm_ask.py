@@ -7,12 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from tests.conftest import text_evidence
 
 from hyperfolio import Collection
 from hyperfolio.answer.extractive import ExtractiveAnswerer
 from hyperfolio.embed.local import cache_dir, minilm_path
 from hyperfolio.embed.onnx_encoder import OnnxSentenceEncoder
-from hyperfolio.model import Chunk, Citation, Document, EvidenceItem, EvidencePackage
+from hyperfolio.model import Document, EvidencePackage
 from hyperfolio.store import open_store
 from hyperfolio.store.base import ENTITY_SPACE, STAGE_READY
 
@@ -40,13 +41,7 @@ class CountingEmbedder:
 
 
 def package(question: str, texts: list[str]) -> EvidencePackage:
-    """Evidence of one text chunk per page, ranked in the order given."""
-    items = []
-    for rank, text in enumerate(texts, 1):
-        chunk = Chunk(page=rank, order=0, modality="text", text=text, doc_id="d", chunk_id=f"d:{rank}:0")
-        citation = Citation("d", "Report", rank, None, [], chunk.chunk_id, "text")
-        items.append(EvidenceItem(chunk, 1.0 / rank, rank, citation))
-    return EvidencePackage(question, "test", items)
+    return text_evidence(question, texts)
 
 
 FLEET_TEXTS = [

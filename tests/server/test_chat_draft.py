@@ -10,13 +10,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from tests.conftest import text_evidence
 
 pytest.importorskip("fastapi", reason="pip install -e '.[serve]' installs the service")
 
 from hyperfolio.answer.extractive import ExtractiveAnswerer  # noqa: E402
 from hyperfolio.answer.model import LLMAnswerer  # noqa: E402
 from hyperfolio.errors import HyperfolioError  # noqa: E402
-from hyperfolio.model import Answer, Chunk, Citation, EvidenceItem, EvidencePackage  # noqa: E402
+from hyperfolio.model import Answer, EvidencePackage  # noqa: E402
 from hyperfolio.server.answer_stream import written_while_answering  # noqa: E402
 from hyperfolio.server.chat_replies import Draft  # noqa: E402
 
@@ -49,12 +50,7 @@ class ScriptedModel:
 
 
 def evidence() -> EvidencePackage:
-    items = []
-    for page, text in enumerate(PAGES, 1):
-        chunk = Chunk(page=page, order=0, modality="text", text=text, doc_id="d", chunk_id=f"d:{page}:0")
-        citation = Citation("d", "Annual report", page, None, [], chunk.chunk_id, "text")
-        items.append(EvidenceItem(chunk, 1.0 / page, page, citation))
-    return EvidencePackage(QUESTION, "test", items)
+    return text_evidence(QUESTION, PAGES, title="Annual report")
 
 
 def drafted(answer: str, citations: Sequence[int] = (1, 2)) -> tuple[list[str], str, Answer]:
